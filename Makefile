@@ -1,0 +1,51 @@
+# magicstick-host developer entry points. `make help` lists them.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_DIR ?= $(CURDIR)/.demo
+
+.PHONY: help install test check lint typecheck demo apiserver apiserver-build bench clean
+
+help:
+	@echo "make demo       set up, then run the demo against a simulated Strix Halo host"
+	@echo "make test       set up, then run the whole test suite (builds the test apiserver once)"
+	@echo "make check      ruff, mypy --strict and the tests"
+	@echo "make apiserver DIR=<dir>   run the real test kube-apiserver in the foreground"
+	@echo "make bench      benchmarks (inspect, tick)"
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+test: $(STAMP)
+	$(BIN)/python tests/kubeserver/build.py
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check magicstick_host tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict magicstick_host
+
+check: lint typecheck test
+
+apiserver-build: $(STAMP)
+	$(BIN)/python tests/kubeserver/build.py
+
+apiserver: apiserver-build
+	@test -n "$(DIR)" || (echo "usage: make apiserver DIR=<dir>" >&2; exit 2)
+	$(BIN)/python -m tests.kubeserver.harness $(DIR)
+
+demo: $(STAMP) apiserver-build
+	$(BIN)/python -m tests.demo $(DEMO_DIR)
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.bench
+
+clean:
+	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,64 @@
+"""The command line. Exceptions become exit codes here, and only here."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+import click
+
+from magicstick_host.cli.inspect_cmd import inspect_command
+from magicstick_host.cli.sim_cmd import sim_group
+from magicstick_host.errors import ExitCode, MagicstickError
+
+EXIT_CODES_HELP = "\n".join(
+    f"  {code.value:>3}  {code.name.lower().replace('_', '-')}" for code in ExitCode
+)
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="\b\nExit codes:\n" + EXIT_CODES_HELP,
+)
+def cli() -> None:
+    """Prepare and recover the hosts of the magicstick AI appliance.
+
+    `tick` is run by the systemd timer; `inspect` is the read-only preflight; `status` is the
+    console view.
+    """
+
+
+cli.add_command(inspect_command)
+cli.add_command(sim_group)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        result = cli.main(args=argv, prog_name="magicstick-host", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("magicstick-host: aborted", err=True)
+        return 1
+    except MagicstickError as exc:
+        click.echo(f"magicstick-host: {exc.code}: {exc.message}", err=True)
+        return int(exc.exit_code)
+    except Exception as exc:  # a bug: one clear line, the traceback only on request
+        if os.environ.get("MAGICSTICK_HOST_DEBUG"):
+            traceback.print_exc()
+        click.echo(
+            f"magicstick-host: internal error: {type(exc).__name__}: {exc} "
+            "(set MAGICSTICK_HOST_DEBUG=1 for the traceback)",
+            err=True,
+        )
+        return int(ExitCode.INTERNAL)
+    return int(result) if isinstance(result, int) else 0
+
+
+def entry_point() -> None:
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""`magicstick-host sim`: simulated hosts for demos and tests. Never touches the real machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from magicstick_host.errors import ExitCode
+from magicstick_host.sim.scenarios import list_scenarios
+from magicstick_host.sim.writer import create_host
+
+
+@click.group("sim")
+def sim_group() -> None:
+    """Create and drive simulated host roots (fake /sys, /proc, /etc trees)."""
+
+
+@sim_group.command("list")
+def sim_list() -> int:
+    """Name every scenario."""
+    scenarios = list_scenarios()
+    width = max(len(name) for name, _ in scenarios)
+    for name, description in scenarios:
+        click.echo(f"{name:<{width}}  {description}")
+    return int(ExitCode.OK)
+
+
+@sim_group.command("create")
+@click.argument("scenario")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--boot-id", default=None, help="Use this boot ID instead of the scenario's own.")
+def sim_create(scenario: str, directory: Path, boot_id: str | None) -> int:
+    """Write the fake host root of SCENARIO into DIRECTORY (new or empty)."""
+    create_host(scenario, directory, boot_id=boot_id)
+    click.echo(f"created {scenario} in {directory}")
+    return int(ExitCode.OK)

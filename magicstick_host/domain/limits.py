@@ -1,0 +1,37 @@
+"""Every tunable number of the product, in one place (operations.md: "keep them in one place")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    # intake
+    request_max_age_s: float = 300.0
+    request_max_future_s: float = 30.0
+    processed_request_ids_kept: int = 4096
+    # power
+    shutdown_delay_min: int = 1
+    reboot_observe_deadline_s: float = 600.0
+    # prepare-gpu
+    driver_ready_deadline_s: float = 300.0
+    registration_deadline_s: float = 900.0
+    playbook_timeout_s: float = 1800.0
+    # configure-gpu-memory
+    companion_driver_deadline_s: float = 600.0
+    system_reserve_mi: int = 16384
+    step_mi: int = 1024
+    min_dynamic_limit_mi: int = 1024
+    prepare_reboot_budget: int = 1
+    memory_reboot_budget: int = 2
+    # report
+    report_max_chars: int = 32768
+    report_min_interval_s: float = 60.0
+    report_fresh_past_s: float = 180.0
+    report_fresh_future_s: float = 30.0
+    # kubernetes calls
+    kube_timeout_s: float = 10.0
+
+
+DEFAULT_LIMITS = Limits()

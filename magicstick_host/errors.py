@@ -1,0 +1,113 @@
+"""The error taxonomy: a small set of stable codes, each carrying its exit code.
+
+Only the CLI turns these into exit codes (cli/main.py). Everything below the CLI raises one of
+these or lets a programming error propagate as a bug.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit codes. Documented in `magicstick-host --help`."""
+
+    OK = 0
+    # click's own code for a bad command line
+    USAGE = 2
+    # a file we were given (profile, request, option value) is malformed
+    BAD_INPUT = 3
+    # local state is corrupt or unsafe: the worker stops until `recover`
+    STATE_BLOCKED = 4
+    # Kubernetes could not be reached or refused us; local state stays the truth
+    KUBE_UNAVAILABLE = 5
+    # a side effect failed; the outcome is recorded
+    EFFECT_FAILED = 6
+    # a programming error: a bug, never expected
+    INTERNAL = 70
+    # another tick or host convergence holds the maintenance lock (EX_TEMPFAIL)
+    BUSY = 75
+    # the tick deliberately waits (cloud-init not finished, kubelet not caught up, ...)
+    WAITING = 76
+
+
+class MagicstickError(Exception):
+    """Base of every expected failure. `code` is stable and machine-readable."""
+
+    code = "error"
+    exit_code = ExitCode.INTERNAL
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class BadInputError(MagicstickError):
+    code = "bad-input"
+    exit_code = ExitCode.BAD_INPUT
+
+
+class ProfileError(BadInputError):
+    """A shipped profile file is malformed. The message names the file and the field."""
+
+    code = "profile-invalid"
+
+
+class StateError(MagicstickError):
+    code = "state-blocked"
+    exit_code = ExitCode.STATE_BLOCKED
+
+
+class StateCorruptError(StateError):
+    code = "state-corrupt"
+
+
+class UnsafePathError(StateError):
+    """A state file or directory is a symlink, has a foreign owner or a loose mode."""
+
+    code = "unsafe-path"
+
+
+class LockBusyError(MagicstickError):
+    code = "busy"
+    exit_code = ExitCode.BUSY
+
+
+class WaitingError(MagicstickError):
+    code = "waiting"
+    exit_code = ExitCode.WAITING
+
+
+class KubeError(MagicstickError):
+    code = "kube-error"
+    exit_code = ExitCode.KUBE_UNAVAILABLE
+
+
+class KubeTemporaryError(KubeError):
+    """Timeouts, connection errors, 429 and 5xx: retry on a later tick."""
+
+    code = "kube-temporary"
+
+
+class KubePermanentError(KubeError):
+    """400/401/403/422 and friends: retrying the same call will not help."""
+
+    code = "kube-permanent"
+
+
+class KubeNotFoundError(KubePermanentError):
+    code = "kube-not-found"
+
+
+class KubeConflictError(KubePermanentError):
+    """409: a precondition (uid or resourceVersion) failed, or the object already exists."""
+
+    code = "kube-conflict"
+
+
+class EffectError(MagicstickError):
+    code = "effect-failed"
+    exit_code = ExitCode.EFFECT_FAILED
