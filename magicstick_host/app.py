@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magicstick_host.collect import collect_evidence
 from magicstick_host.domain.evidence import Evidence
@@ -17,7 +18,11 @@ from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.runner import NOT_FOUND, CommandResult, CommandRunner, RealRunner
 from magicstick_host.profile_store import default_profiles_dir, load_profiles
 
+if TYPE_CHECKING:
+    from magicstick_host.tick import TickDeps, TickResult
+
 SIM_MARKER = ".magicstick-sim/host.json"
+_DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class NoCommandsRunner:
@@ -54,7 +59,7 @@ def profiles_from(profiles_dir: str | None) -> tuple[Profile, ...]:
 
 
 def profile_package_names(profiles: Sequence[Profile]) -> list[str]:
-    return sorted({name for profile in profiles for name in profile.packages})
+    return sorted({name for profile in profiles for name in profile.package_map})
 
 
 def gather(root: str, profiles: Sequence[Profile], runner: CommandRunner | None = None) -> Evidence:
@@ -74,3 +79,164 @@ def inspect_host(
     ev = gather(root, profiles)
     now = (clock or RealClock()).now()
     return build_inspection(ev, profiles, limits, observed_at=now.wall, root=root)
+
+
+# -- the tick -----------------------------------------------------------------------------
+
+
+def kubeconfig_present(path: str) -> bool:
+    return os.path.isfile(path)
+
+
+def default_node_name() -> str:
+    import socket
+
+    from magicstick_host.errors import BadInputError
+
+    name = socket.gethostname().split(".")[0].lower()
+    if not _DNS1123.match(name):
+        raise BadInputError(
+            f"the short host name {name!r} is not a DNS-1123 name; pass --node-name"
+        )
+    return name
+
+
+def build_tick_deps(
+    *,
+    root: str,
+    profiles_dir: str | None,
+    state_dir: str,
+    kubeconfig: str,
+    node_name: str | None,
+    executor: str,
+) -> TickDeps:
+    from magicstick_host.errors import BadInputError
+    from magicstick_host.ports.kube import RealKube
+    from magicstick_host.ports.state_store import FileStateStore
+    from magicstick_host.tick import TickDeps
+
+    name = node_name or default_node_name()
+    if not _DNS1123.match(name):
+        raise BadInputError(f"--node-name {name!r} is not a DNS-1123 name")
+    runner: CommandRunner
+    if executor == "real":
+        if os.path.realpath(root) != "/":
+            raise BadInputError(
+                "--executor real acts on this machine, so it needs --root /; "
+                "use --executor sim for a simulated host"
+            )
+        runner = RealRunner()
+    else:
+        if not is_sim_root(root):
+            raise BadInputError(f"--executor sim needs a simulated host root; {root} is not one")
+        from magicstick_host.sim.runner import SimRunner
+
+        runner = SimRunner(Path(root))
+    profiles = profiles_from(profiles_dir)
+    return TickDeps(
+        root=root,
+        gather=lambda: gather(root, profiles, runner),
+        runner=runner,
+        clock=RealClock(),
+        kube=RealKube(kubeconfig, timeout=DEFAULT_LIMITS.kube_timeout_s),
+        store=FileStateStore(Path(state_dir)),
+        lock_path=Path(state_dir) / "maintenance.lock",
+        profiles=profiles,
+        node_name=name,
+    )
+
+
+def tick(deps: TickDeps) -> TickResult:
+    from magicstick_host.errors import ExitCode, LockBusyError
+    from magicstick_host.tick import TickResult, run_tick
+
+    try:
+        return run_tick(deps)
+    except LockBusyError as exc:
+        return TickResult(ExitCode.BUSY, str(exc))
+
+
+# -- status and recover -------------------------------------------------------------------
+
+
+def read_state_readonly(state_dir: str) -> tuple[Any, str]:
+    """The state for viewing: never moves or rewrites anything (unlike the tick's load)."""
+    import json
+
+    from magicstick_host import schemas
+    from magicstick_host.domain.state import State
+
+    path = os.path.join(state_dir, "state.json")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None, ""
+    except OSError as exc:
+        return None, f"{path}: {exc.strerror}"
+    with os.fdopen(fd, "rb") as handle:
+        raw = handle.read()
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        return None, f"{path}: not JSON ({exc})"
+    problems = schemas.errors("state", doc)
+    if problems:
+        return None, f"{path}: {problems[0]}"
+    return State.from_json(doc), ""
+
+
+def status_document(state_dir: str, node_name: str | None) -> dict[str, Any]:
+    from magicstick_host.domain.status_view import build_status
+
+    state, error = read_state_readonly(state_dir)
+    name = node_name or default_node_name()
+    return build_status(
+        state, node_name=name, observed_at=RealClock().now().wall, state_error=error
+    )
+
+
+def recover(state_dir: str, node_name: str) -> str:
+    from dataclasses import replace
+
+    from magicstick_host.domain.inspection import rfc3339
+    from magicstick_host.domain.state import ProcessedRequest
+    from magicstick_host.errors import StateCorruptError
+    from magicstick_host.ports.lock import MaintenanceLock
+    from magicstick_host.ports.state_store import FileStateStore
+
+    store = FileStateStore(Path(state_dir))
+    store.prepare()
+    with MaintenanceLock(Path(state_dir) / "maintenance.lock"):
+        try:
+            state = store.load()
+        except StateCorruptError:
+            state = store.load()  # the corrupt file is archived; a blocked state replaced it
+        if state is None or (state.block is None and state.operation is None):
+            return "Nothing to recover: no stopped operation."
+        op = state.operation
+        if state.block is None and op is not None and not op.terminal:
+            return (
+                f"Not recovered: {op.action} is active (phase {op.phase}) and not stopped. "
+                "It ends by itself; recover only clears a stopped worker."
+            )
+        now = rfc3339(RealClock().now().wall)
+        store.append_journal(
+            {
+                "at": now,
+                "event": "recovered",
+                "by": "console",
+                "node": node_name,
+                "operation": op.to_json() if op else None,
+                "block": state.block.to_json() if state.block else None,
+            }
+        )
+        cleared = replace(state, operation=None, block=None)
+        if op is not None:
+            phase = op.phase if op.terminal else "Interrupted"
+            cleared = cleared.remember(
+                ProcessedRequest(op.request_uid, op.request_id, phase),
+                DEFAULT_LIMITS.processed_request_ids_kept,
+            )
+        store.save(cleared)
+    what = f"{op.action} (request {op.request_id}, phase {op.phase})" if op else "the block"
+    return f"Recovered: archived {what} into the journal; the worker accepts new requests again."

@@ -22,7 +22,9 @@ class RealCommandForbidden(AssertionError):
 
 
 @pytest.fixture(autouse=True)
-def subprocess_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def subprocess_guard(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     if request.node.get_closest_marker("real_commands") is not None:
         yield
         return

@@ -11,6 +11,8 @@ import click
 
 from magicstick_host.cli.inspect_cmd import inspect_command
 from magicstick_host.cli.sim_cmd import sim_group
+from magicstick_host.cli.status_cmd import recover_command, status_command
+from magicstick_host.cli.tick_cmd import tick_command
 from magicstick_host.errors import ExitCode, MagicstickError
 
 EXIT_CODES_HELP = "\n".join(
@@ -30,7 +32,10 @@ def cli() -> None:
     """
 
 
+cli.add_command(tick_command)
 cli.add_command(inspect_command)
+cli.add_command(status_command)
+cli.add_command(recover_command)
 cli.add_command(sim_group)
 
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 root_option = click.option(
     "--root",
@@ -11,7 +16,7 @@ root_option = click.option(
     show_default=True,
     envvar="MAGICSTICK_HOST_ROOT",
     show_envvar=True,
-    type=click.Path(file_okay=False),
+    type=click.Path(exists=True, file_okay=False),
     help="Read the host under this directory as if it were /.",
 )
 profiles_option = click.option(
@@ -23,3 +28,47 @@ profiles_option = click.option(
     type=click.Path(file_okay=False),
     help="Directory of reviewed profiles (default: the shipped ones).",
 )
+
+DEFAULT_STATE_DIR = "/var/lib/magicstick/host-management"
+DEFAULT_KUBECONFIG = "/etc/rancher/k3s/k3s.yaml"
+
+
+def state_dir_option(func: F) -> F:
+    return click.option(
+        "--state-dir",
+        default=DEFAULT_STATE_DIR,
+        show_default=True,
+        envvar="MAGICSTICK_HOST_STATE_DIR",
+        show_envvar=True,
+        type=click.Path(file_okay=False),
+        help="Local state, journal, logs and the maintenance lock.",
+    )(func)
+
+
+def worker_options(func: F) -> F:
+    func = click.option(
+        "--executor",
+        type=click.Choice(["real", "sim"]),
+        default="real",
+        show_default=True,
+        envvar="MAGICSTICK_HOST_EXECUTOR",
+        show_envvar=True,
+        help="real: run commands on this machine (needs --root /). "
+        "sim: the host simulator acts on a simulated --root.",
+    )(func)
+    func = click.option(
+        "--node-name",
+        default=None,
+        envvar="MAGICSTICK_HOST_NODE_NAME",
+        show_envvar=True,
+        help="This host's Kubernetes Node name (default: the short host name).",
+    )(func)
+    func = click.option(
+        "--kubeconfig",
+        default=DEFAULT_KUBECONFIG,
+        show_default=True,
+        envvar="MAGICSTICK_HOST_KUBECONFIG",
+        show_envvar=True,
+        help="The node's local management credential. Missing: do nothing, exit 0.",
+    )(func)
+    return state_dir_option(func)

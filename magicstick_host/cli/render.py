@@ -30,8 +30,7 @@ def _gpu_lines(ev: dict[str, Any]) -> list[str]:
         gpus = ["none"]
     else:
         gpus = [
-            f"{d['vendor']}:{d['device']} at {d['address']} "
-            f"({d['driver'] or 'no driver bound'})"
+            f"{d['vendor']}:{d['device']} at {d['address']} ({d['driver'] or 'no driver bound'})"
             for d in pci["devices"]
         ]
     complete = "" if pci["complete"] else "  [PCI inventory INCOMPLETE]"
@@ -45,7 +44,9 @@ def _plan_lines(plan: dict[str, Any]) -> list[str]:
     lines = [f"Plan:     {state}: {plan['message']}"]
     if plan["packages"]:
         pins = ", ".join(f"{k}={v}" for k, v in sorted(plan["packages"].items()))
-        lines.append(f"          packages {pins}; restart {'yes' if plan['rebootRequired'] else 'no'}")
+        lines.append(
+            f"          packages {pins}; restart {'yes' if plan['rebootRequired'] else 'no'}"
+        )
     lines.append(f"          plan id {plan['id']}")
     exp = plan.get("experiment")
     if exp:

@@ -35,3 +35,14 @@ def sim_create(scenario: str, directory: Path, boot_id: str | None) -> int:
     create_host(scenario, directory, boot_id=boot_id)
     click.echo(f"created {scenario} in {directory}")
     return int(ExitCode.OK)
+
+
+@sim_group.command("boot")
+@click.argument("directory", type=click.Path(file_okay=False, exists=True, path_type=Path))
+def sim_boot(directory: Path) -> int:
+    """Start the simulated host again: a new boot ID, the newest kernel, pending firmware
+    settings active, /run cleared (its scheduled shutdown is done)."""
+    from magicstick_host.sim.boot import boot_host
+
+    click.echo(f"booted {directory}: boot ID {boot_host(directory)}")
+    return int(ExitCode.OK)

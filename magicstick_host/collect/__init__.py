@@ -1,0 +1,69 @@
+"""Evidence collection: read the host through the filesystem port, never fail on its content.
+
+`collect_evidence` is the whole collector. Each area lives in its own small module; all of
+them read through one `Reader`, which turns every unreadable or garbage value into an
+`Unknown` with the host path and a short reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from magicstick_host.collect.kfd import collect_dev_kfd, collect_kfd_nodes
+from magicstick_host.collect.memory import collect_memory
+from magicstick_host.collect.nvidia import collect_nvidia
+from magicstick_host.collect.os_kernel import (
+    collect_arch,
+    collect_boot_id,
+    collect_cpu_model,
+    collect_dmi,
+    collect_kernel,
+    collect_os,
+)
+from magicstick_host.collect.packages import collect_packages
+from magicstick_host.collect.pci import collect_pci
+from magicstick_host.collect.reader import Reader
+from magicstick_host.collect.services import collect_services
+from magicstick_host.collect.ttm import collect_ttm
+from magicstick_host.domain.evidence import Evidence
+from magicstick_host.domain.parsers.cmdline import split_cmdline
+from magicstick_host.ports.hostfs import HostFS
+from magicstick_host.ports.runner import CommandRunner
+
+__all__ = ["collect_evidence"]
+
+
+def collect_evidence(
+    fs: HostFS, runner: CommandRunner, package_names: Sequence[str]
+) -> Evidence:
+    """Everything the planner needs to know about the host, with an Unknown per gap.
+
+    `package_names` are the profile packages whose installed versions matter; the running
+    kernel's `linux-image-<release>` is always added.
+    """
+    r = Reader(fs)
+    # read once: both the TTM overrides and cloud-init's disable switch live there
+    cmdline = r.parsed("/proc/cmdline", "ttm.overrides", split_cmdline)
+    kernel = collect_kernel(r)
+    pci = collect_pci(r)
+    dmi_vendor, dmi_product = collect_dmi(r)
+    evidence = Evidence(
+        os=collect_os(r),
+        arch=collect_arch(r),
+        kernel=kernel,
+        boot_id=collect_boot_id(r),
+        cpu_model=collect_cpu_model(r),
+        dmi_vendor=dmi_vendor,
+        dmi_product=dmi_product,
+        pci=pci,
+        kfd_nodes=collect_kfd_nodes(r),
+        dev_kfd=collect_dev_kfd(r),
+        memory=collect_memory(r),
+        ttm=collect_ttm(r, cmdline),
+        packages=collect_packages(r, package_names, kernel.release),
+        nvidia=collect_nvidia(r, runner, pci),
+        services=collect_services(r, cmdline),
+    )
+    # the unknowns are complete only once every area above has been read
+    return replace(evidence, unknowns=tuple(r.unknowns))

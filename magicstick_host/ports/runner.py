@@ -58,7 +58,7 @@ class RealRunner:
         try:
             if stdout_path is not None:
                 with open(stdout_path, "ab") as log:
-                    proc = subprocess.run(
+                    logged = subprocess.run(
                         args,
                         stdin=subprocess.DEVNULL,
                         stdout=log,
@@ -67,7 +67,7 @@ class RealRunner:
                         env=dict(env) if env is not None else None,
                         check=False,
                     )
-                return CommandResult(args, proc.returncode, "", "")
+                return CommandResult(args, logged.returncode, "", "")
             proc = subprocess.run(
                 args,
                 stdin=subprocess.DEVNULL,

@@ -1,0 +1,52 @@
+"""`magicstick-host status` (the console view) and `recover` (clear a stopped worker)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from magicstick_host import app
+from magicstick_host.cli.options import profiles_option, root_option, state_dir_option
+from magicstick_host.cli.render import render_inspection
+from magicstick_host.domain.status_view import render_status
+from magicstick_host.errors import BadInputError, ExitCode
+
+
+@click.command("status")
+@state_dir_option
+@click.option("--node-name", default=None, envvar="MAGICSTICK_HOST_NODE_NAME", show_envvar=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one versioned JSON object.")
+def status_command(state_dir: str, node_name: str | None, as_json: bool) -> int:
+    """Show the current operation, its steps, restarts used, and what to do next. Read-only."""
+    doc = app.status_document(state_dir, node_name)
+    click.echo(json.dumps(doc, indent=2, sort_keys=True) if as_json else render_status(doc))
+    return int(ExitCode.OK)
+
+
+@click.command("recover")
+@root_option
+@profiles_option
+@state_dir_option
+@click.option("--node-name", default=None, envvar="MAGICSTICK_HOST_NODE_NAME", show_envvar=True)
+@click.option(
+    "--confirm",
+    "confirm",
+    required=True,
+    metavar="HOSTNAME",
+    help="This host's exact name, typed to confirm.",
+)
+def recover_command(
+    root: str, profiles_dir: str | None, state_dir: str, node_name: str | None, confirm: str
+) -> int:
+    """Archive a stopped operation (or a corrupt state) into the journal and clear the block.
+
+    Shows the host evidence first. Needs root, at the console, with the exact host name.
+    """
+    name = node_name or app.default_node_name()
+    if confirm != name:
+        raise BadInputError(f"--confirm {confirm!r} does not match this host's name {name!r}")
+    click.echo(render_inspection(app.inspect_host(root, profiles_dir)))
+    click.echo("")
+    click.echo(app.recover(state_dir, name))
+    return int(ExitCode.OK)

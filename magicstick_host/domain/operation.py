@@ -1,0 +1,150 @@
+"""Pure transitions of an Operation: accept, begin and finish a step, change phase."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from magicstick_host.domain.canonical import sha256_hex
+from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase
+from magicstick_host.domain.inspection import rfc3339
+from magicstick_host.domain.intake import Accepted
+from magicstick_host.domain.state import Operation, Step
+
+MAX_MESSAGE = 2048
+
+
+def _clip(message: str) -> str:
+    return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
+
+
+def start_operation(
+    req: Accepted,
+    *,
+    namespace: str,
+    name: str,
+    boot_id: str,
+    wall: datetime,
+    boottime: float,
+    reboot_budget: int,
+    data: dict[str, Any],
+) -> Operation:
+    now = rfc3339(wall)
+    return Operation(
+        request_uid=req.uid,
+        request_id=req.request_id,
+        action=req.action,
+        namespace=namespace,
+        name=name,
+        request_digest=req.digest,
+        plan_id=req.plan_id,
+        accepted_boot_id=boot_id,
+        accepted_at=now,
+        phase="Accepted",
+        message="The request was accepted and is being checked.",
+        updated_at=now,
+        phase_boot_id=boot_id,
+        phase_since_boottime=boottime,
+        reboot_budget=reboot_budget,
+        data=dict(data),
+    )
+
+
+def set_phase(
+    op: Operation, change: SetPhase, *, boot_id: str, wall: datetime, boottime: float
+) -> Operation:
+    clock = (
+        {"phase_boot_id": boot_id, "phase_since_boottime": boottime}
+        if change.restart_clock and change.phase != op.phase
+        else {}
+    )
+    return replace(
+        op,
+        phase=change.phase,
+        message=_clip(change.message),
+        updated_at=rfc3339(wall),
+        outcome=change.outcome or op.outcome,
+        data={**op.data, **change.data},
+        **clock,  # type: ignore[arg-type]
+    )
+
+
+def touch_message(op: Operation, message: str, *, wall: datetime) -> Operation:
+    if message == op.message:
+        return op
+    return replace(op, message=_clip(message), updated_at=rfc3339(wall))
+
+
+def begin_step(
+    op: Operation, run: RunStep, *, boot_id: str, wall: datetime, boottime: float
+) -> Operation:
+    """The intent: written (and fsynced) before the effect runs."""
+    step = Step(
+        name=run.step,
+        inputs=dict(run.inputs),
+        boot_id=boot_id,
+        started_at=rfc3339(wall),
+        started_boottime=boottime,
+    )
+    return replace(
+        op,
+        steps=(*op.steps, step),
+        reboots_used=op.reboots_used + (1 if run.uses_reboot else 0),
+        updated_at=rfc3339(wall),
+    )
+
+
+def finish_step(
+    op: Operation,
+    run: RunStep,
+    *,
+    ok: bool,
+    detail: str,
+    boot_id: str,
+    wall: datetime,
+    boottime: float,
+) -> Operation:
+    """The outcome of the open step, and the phase it leads to."""
+    closed = _close_open_step(op, "done" if ok else "failed", detail, wall)
+    if ok:
+        change = SetPhase(run.phase_on_done, run.message_on_done, data=run.data_on_done)
+    else:
+        change = SetPhase("Failed", f"{run.message_on_failure} {detail}".strip())
+    return set_phase(closed, change, boot_id=boot_id, wall=wall, boottime=boottime)
+
+
+def apply_classification(
+    op: Operation, cls: ClassifiedStep, *, boot_id: str, wall: datetime, boottime: float
+) -> Operation:
+    closed = _close_open_step(op, cls.outcome, cls.detail, wall)
+    return set_phase(closed, cls.then, boot_id=boot_id, wall=wall, boottime=boottime)
+
+
+def _close_open_step(op: Operation, outcome: str, detail: str, wall: datetime) -> Operation:
+    step = op.open_step
+    if step is None:
+        raise ValueError("no open step to close")
+    done = replace(step, outcome=outcome, finished_at=rfc3339(wall), detail=_clip(detail))
+    return replace(op, steps=(*op.steps[:-1], done))
+
+
+def status_of(op: Operation) -> dict[str, Any]:
+    """The HostOperation status this operation publishes (contract.md, plus optional extras)."""
+    status: dict[str, Any] = {
+        "phase": op.phase,
+        "message": op.message,
+        "requestId": op.request_id,
+        "startedAt": op.accepted_at,
+        "updatedAt": op.updated_at,
+        "bootId": op.phase_boot_id,
+        "rebootsUsed": op.reboots_used,
+        "rebootBudget": op.reboot_budget,
+    }
+    if op.outcome:
+        status["outcome"] = op.outcome
+    return status
+
+
+def status_digest(status: dict[str, Any]) -> str:
+    return sha256_hex(status)

@@ -1,0 +1,83 @@
+"""/var/lib/dpkg/status: deb822 stanzas (`Package:`, `Status:`, `Version:`).
+
+Strict on structure: a corrupt status file means we cannot say what is installed, so the
+whole file is a ParseError rather than a partial answer that could look like "not installed".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from magicstick_host.domain.parsers.common import ParseError, shorten, split_lines
+
+_FIELD = re.compile(r"([!-9;-~][!-9;-~]*):(.*)")
+
+
+@dataclass(frozen=True)
+class DpkgStanza:
+    package: str
+    status: str | None
+    version: str | None
+    architecture: str | None
+
+    @property
+    def installed(self) -> bool:
+        # the want flag (install/hold/deinstall) is ignored: a held package is installed
+        words = (self.status or "").split()
+        return len(words) == 3 and words[1] == "ok" and words[2] == "installed"
+
+
+def _stanza(fields: dict[str, str], lineno: int) -> DpkgStanza:
+    package = fields.get("package", "").strip()
+    if not package:
+        raise ParseError(f"stanza ending at line {lineno}: no Package field")
+    version = fields.get("version")
+    stanza = DpkgStanza(
+        package=package,
+        status=fields.get("status"),
+        version=version.strip() if version is not None else None,
+        architecture=fields.get("architecture"),
+    )
+    if stanza.installed and not stanza.version:
+        raise ParseError(f"stanza ending at line {lineno}: installed {package} has no Version")
+    return stanza
+
+
+def parse_dpkg_status(text: str) -> tuple[DpkgStanza, ...]:
+    stanzas: list[DpkgStanza] = []
+    fields: dict[str, str] = {}
+    last: str | None = None
+    lines = split_lines(text)
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            if fields:
+                stanzas.append(_stanza(fields, lineno))
+            fields, last = {}, None
+            continue
+        if line[0] in " \t":
+            if last is None:
+                raise ParseError(f"line {lineno}: continuation line outside a field")
+            # continuation lines belong to multi-line fields (Description, Conffiles)
+            continue
+        match = _FIELD.fullmatch(line)
+        if match is None:
+            raise ParseError(f"line {lineno}: not a field: {shorten(line)!r}")
+        last = match.group(1).lower()
+        if last in fields:
+            raise ParseError(f"line {lineno}: duplicate field {match.group(1)}")
+        fields[last] = match.group(2).strip()
+    if fields:
+        stanzas.append(_stanza(fields, len(lines)))
+    return tuple(stanzas)
+
+
+def installed_versions(stanzas: Iterable[DpkgStanza]) -> dict[str, tuple[str, ...]]:
+    """Installed package name -> its installed versions (more than one only when multi-arch
+    copies differ; the caller decides what that means)."""
+    found: dict[str, set[str]] = {}
+    for stanza in stanzas:
+        if stanza.installed and stanza.version:
+            found.setdefault(stanza.package, set()).add(stanza.version)
+    return {name: tuple(sorted(versions)) for name, versions in found.items()}

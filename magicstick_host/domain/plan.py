@@ -1,0 +1,88 @@
+"""The preparation plan as published in the report (contract.md, "The host report": `plan`).
+
+When no profile matched, `profileId`, `profileVersion`, `gpuProfile` and `targetKernel` are
+JSON null (never "" or 0, which could be mistaken for a value) and `experimental` is false.
+When a profile matched but the plan is blocked, they name that profile, so the administrator
+sees which reviewed profile the host would use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+PlanState = Literal["not-required", "blocked", "ready", "available"]
+MAX_MESSAGE = 2048
+
+
+def clip_message(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """The bounded experiment-mode alternative to a plan blocked by a second display GPU."""
+
+    id: str
+    engine_validation_available: bool
+    packages: tuple[tuple[str, str], ...]
+    reboot_required: bool
+    target_kernel: str | None
+    display_gpus: tuple[str, ...]
+    message: str
+
+    def content(self) -> dict[str, Any]:
+        """Everything but the id: what the id is computed over."""
+        return {
+            "experimentMode": True,
+            "engineValidationAvailable": self.engine_validation_available,
+            "packages": dict(self.packages),
+            "rebootRequired": self.reboot_required,
+            "targetKernel": self.target_kernel,
+            "displayGpus": list(self.display_gpus),
+            "message": self.message,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.content(), "id": self.id}
+
+
+@dataclass(frozen=True)
+class Plan:
+    state: PlanState
+    message: str
+    profile_id: str | None
+    profile_version: int | None
+    gpu_profile: str | None
+    experimental: bool
+    packages: tuple[tuple[str, str], ...]  # only the packages that will change
+    target_kernel: str | None
+    reboot_required: bool
+    display_gpus: tuple[str, ...]
+    id: str
+    experiment: Experiment | None = None
+
+    @property
+    def package_map(self) -> dict[str, str]:
+        return dict(self.packages)
+
+    def content(self) -> dict[str, Any]:
+        """Everything but the plan's own id (the experiment is included with its id)."""
+        doc: dict[str, Any] = {
+            "state": self.state,
+            "message": self.message,
+            "profileId": self.profile_id,
+            "profileVersion": self.profile_version,
+            "gpuProfile": self.gpu_profile,
+            "experimental": self.experimental,
+            "packages": dict(self.packages),
+            "targetKernel": self.target_kernel,
+            "rebootRequired": self.reboot_required,
+            "displayGpus": list(self.display_gpus),
+        }
+        if self.experiment is not None:
+            doc["experiment"] = self.experiment.to_json()
+        return doc
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.content(), "id": self.id}

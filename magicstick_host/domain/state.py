@@ -1,0 +1,240 @@
+"""The local state: the truth about the current operation, kept across reboots.
+
+Plain dataclasses with explicit JSON conversion. The state store (ports/state_store.py) writes the
+JSON atomically and validates it against schemas/state.schema.json; this module never does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+STATE_SCHEMA_VERSION = 1
+TERMINAL_PHASES = frozenset(
+    {"Succeeded", "PreparedUnverified", "Failed", "Rejected", "Interrupted", "RolledBack"}
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One side effect under the step protocol: the intent is persisted before the effect."""
+
+    name: str  # e.g. "schedule-shutdown"
+    inputs: dict[str, Any]
+    boot_id: str
+    started_at: str  # RFC 3339 wall time
+    started_boottime: float
+    # None: intent without outcome (the effect may or may not have happened)
+    outcome: str | None = None  # "done" | "failed" | "classified-done" | "unknown"
+    finished_at: str | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "inputs": self.inputs,
+            "bootId": self.boot_id,
+            "startedAt": self.started_at,
+            "startedBoottime": self.started_boottime,
+            "outcome": self.outcome,
+            "finishedAt": self.finished_at,
+            "detail": self.detail,
+        }
+
+    @staticmethod
+    def from_json(doc: dict[str, Any]) -> Step:
+        return Step(
+            name=doc["name"],
+            inputs=dict(doc["inputs"]),
+            boot_id=doc["bootId"],
+            started_at=doc["startedAt"],
+            started_boottime=float(doc["startedBoottime"]),
+            outcome=doc["outcome"],
+            finished_at=doc["finishedAt"],
+            detail=doc["detail"],
+        )
+
+
+@dataclass(frozen=True)
+class Operation:
+    request_uid: str
+    request_id: str
+    action: str
+    namespace: str
+    name: str
+    # sha256 over (uid + canonical spec): the spec is immutable, a change means Interrupted
+    request_digest: str
+    plan_id: str  # the id it was approved against ("" for power actions)
+    accepted_boot_id: str
+    accepted_at: str
+    phase: str
+    message: str
+    updated_at: str
+    # when the current phase began, for deadlines: the boot and its CLOCK_BOOTTIME
+    phase_boot_id: str
+    phase_since_boottime: float
+    reboots_used: int = 0
+    reboot_budget: int = 0
+    steps: tuple[Step, ...] = ()
+    # operation-specific facts recorded at acceptance (target kernel, selection, identities)
+    data: dict[str, Any] = field(default_factory=dict)
+    # digest of the status last written to the HostOperation; a later tick republishes when
+    # the current status differs (the API was down, or the process died before the patch)
+    published_status_digest: str = ""
+    # "uncertain" when a terminal phase was reached by classification rather than proof
+    outcome: str = ""
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def open_step(self) -> Step | None:
+        if self.steps and self.steps[-1].outcome is None:
+            return self.steps[-1]
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requestUid": self.request_uid,
+            "requestId": self.request_id,
+            "action": self.action,
+            "namespace": self.namespace,
+            "name": self.name,
+            "requestDigest": self.request_digest,
+            "planId": self.plan_id,
+            "acceptedBootId": self.accepted_boot_id,
+            "acceptedAt": self.accepted_at,
+            "phase": self.phase,
+            "message": self.message,
+            "updatedAt": self.updated_at,
+            "phaseBootId": self.phase_boot_id,
+            "phaseSinceBoottime": self.phase_since_boottime,
+            "rebootsUsed": self.reboots_used,
+            "rebootBudget": self.reboot_budget,
+            "steps": [s.to_json() for s in self.steps],
+            "data": self.data,
+            "publishedStatusDigest": self.published_status_digest,
+            "outcome": self.outcome,
+        }
+
+    @staticmethod
+    def from_json(doc: dict[str, Any]) -> Operation:
+        return Operation(
+            request_uid=doc["requestUid"],
+            request_id=doc["requestId"],
+            action=doc["action"],
+            namespace=doc["namespace"],
+            name=doc["name"],
+            request_digest=doc["requestDigest"],
+            plan_id=doc["planId"],
+            accepted_boot_id=doc["acceptedBootId"],
+            accepted_at=doc["acceptedAt"],
+            phase=doc["phase"],
+            message=doc["message"],
+            updated_at=doc["updatedAt"],
+            phase_boot_id=doc["phaseBootId"],
+            phase_since_boottime=float(doc["phaseSinceBoottime"]),
+            reboots_used=int(doc["rebootsUsed"]),
+            reboot_budget=int(doc["rebootBudget"]),
+            steps=tuple(Step.from_json(s) for s in doc["steps"]),
+            data=dict(doc["data"]),
+            published_status_digest=doc["publishedStatusDigest"],
+            outcome=doc["outcome"],
+        )
+
+
+@dataclass(frozen=True)
+class Block:
+    """Why the worker refuses all new work until `recover` (execution state removed, corrupt)."""
+
+    code: str  # "execution-state-removed" | "state-corrupt"
+    message: str
+    since: str
+    archived: str = ""  # where a corrupt file was moved
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "since": self.since,
+            "archived": self.archived,
+        }
+
+    @staticmethod
+    def from_json(doc: dict[str, Any]) -> Block:
+        return Block(doc["code"], doc["message"], doc["since"], doc.get("archived", ""))
+
+
+@dataclass(frozen=True)
+class ProcessedRequest:
+    request_uid: str
+    request_id: str
+    phase: str  # the phase it ended in (or was rejected with)
+    # a rejection's HostOperation status still to be written (the API was down); then None
+    pending_status: dict[str, Any] | None = None
+    namespace: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class State:
+    operation: Operation | None = None
+    # newest last; bounded by Limits.processed_request_ids_kept
+    processed: tuple[ProcessedRequest, ...] = ()
+    block: Block | None = None
+    # the last Node report we wrote: its content digest and wall time
+    last_report_digest: str = ""
+    last_report_at: str = ""
+
+    def seen_uid(self, uid: str) -> ProcessedRequest | None:
+        return next((p for p in self.processed if p.request_uid == uid), None)
+
+    def seen_request_id(self, request_id: str) -> bool:
+        return any(p.request_id == request_id for p in self.processed)
+
+    def remember(self, entry: ProcessedRequest, keep: int) -> State:
+        kept = tuple(p for p in self.processed if p.request_uid != entry.request_uid)
+        return replace(self, processed=(*kept, entry)[-keep:])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schemaVersion": STATE_SCHEMA_VERSION,
+            "operation": self.operation.to_json() if self.operation else None,
+            "processed": [
+                {
+                    "requestUid": p.request_uid,
+                    "requestId": p.request_id,
+                    "phase": p.phase,
+                    "pendingStatus": p.pending_status,
+                    "namespace": p.namespace,
+                    "name": p.name,
+                }
+                for p in self.processed
+            ],
+            "block": self.block.to_json() if self.block else None,
+            "lastReportDigest": self.last_report_digest,
+            "lastReportAt": self.last_report_at,
+        }
+
+    @staticmethod
+    def from_json(doc: dict[str, Any]) -> State:
+        op = doc.get("operation")
+        block = doc.get("block")
+        return State(
+            operation=Operation.from_json(op) if op else None,
+            processed=tuple(
+                ProcessedRequest(
+                    p["requestUid"],
+                    p["requestId"],
+                    p["phase"],
+                    p.get("pendingStatus"),
+                    p.get("namespace", ""),
+                    p.get("name", ""),
+                )
+                for p in doc["processed"]
+            ),
+            block=Block.from_json(block) if block else None,
+            last_report_digest=doc.get("lastReportDigest", ""),
+            last_report_at=doc.get("lastReportAt", ""),
+        )

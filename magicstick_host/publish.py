@@ -1,0 +1,138 @@
+"""Step 6 of the tick: write status to Kubernetes. Best effort; the local state is the truth.
+
+- the current operation's HostOperation status, when it differs from what was last written;
+- rejections that could not be written yet;
+- the Node report annotation, when this boot is what the kubelet reports and the content
+  changed or a minute has passed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from dataclasses import replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from magicstick_host.domain import operation as ops
+from magicstick_host.domain.canonical import sha256_hex
+from magicstick_host.domain.evidence import Evidence
+from magicstick_host.domain.inspection import build_inspection, rfc3339
+from magicstick_host.domain.report import (
+    REPORT_ANNOTATION,
+    build_report,
+    report_content_digest_input,
+)
+from magicstick_host.domain.report_policy import encode_report, may_publish, should_write
+from magicstick_host.domain.state import ProcessedRequest, State
+from magicstick_host.errors import KubeConflictError, KubeError, KubeNotFoundError
+from magicstick_host.ports.clock import Instant
+
+if TYPE_CHECKING:
+    from magicstick_host.tick import Cluster, Tick
+
+
+def publish_all(tick: Tick, state: State, ev: Evidence, now: Instant, cluster: Cluster) -> State:
+    if tick.d.kube is None or cluster.error:
+        return state
+    try:
+        state = publish_operation_status(tick, state, ev, now)
+        state = publish_rejections(tick, state, ev, now)
+        state = publish_report(tick, state, ev, now, cluster)
+    except KubeError as exc:
+        tick.notes.append(f"publish deferred: {exc}")
+    return state
+
+
+def publish_operation_status(tick: Tick, state: State, ev: Evidence, now: Instant) -> State:
+    op = state.operation
+    kube = tick.d.kube
+    if op is None or kube is None:
+        return state
+    status = ops.status_of(op)
+    digest = ops.status_digest(status)
+    if digest == op.published_status_digest:
+        return state
+    tick.d.crash("before-status-patch")
+    try:
+        kube.patch_hostoperation_status(op.namespace, op.name, status, uid=op.request_uid)
+    except (KubeNotFoundError, KubeConflictError):
+        # the object is gone or replaced: its status can never be written; the supervise step
+        # of the next tick stops an active operation for that
+        tick.notes.append(f"HostOperation {op.name} is gone; status not written")
+    tick.d.crash("after-status-patch")
+    published = replace(op, published_status_digest=digest)
+    return tick.save(
+        replace(state, operation=published), "status-published", ev, now, journal=False
+    )
+
+
+def publish_rejections(tick: Tick, state: State, ev: Evidence, now: Instant) -> State:
+    kube = tick.d.kube
+    pending = [p for p in state.processed if p.pending_status is not None]
+    if kube is None or not pending:
+        return state
+    for entry in pending:
+        assert entry.pending_status is not None
+        tick.d.crash("before-status-patch")
+        # deleted or replaced meanwhile: nobody is waiting on this status any more
+        with contextlib.suppress(KubeNotFoundError, KubeConflictError):
+            kube.patch_hostoperation_status(
+                entry.namespace, entry.name, entry.pending_status, uid=entry.request_uid
+            )
+        tick.d.crash("after-status-patch")
+        done = ProcessedRequest(entry.request_uid, entry.request_id, entry.phase)
+        state = replace(
+            state,
+            processed=tuple(
+                done if p.request_uid == entry.request_uid else p for p in state.processed
+            ),
+        )
+    return tick.save(state, "rejection-published", ev, now)
+
+
+def _parse(value: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+    except ValueError:
+        return None
+
+
+def publish_report(tick: Tick, state: State, ev: Evidence, now: Instant, cluster: Cluster) -> State:
+    kube = tick.d.kube
+    node = cluster.node
+    if kube is None or node is None or ev.boot_id is None or ev.kernel.release is None:
+        return state
+    allowed, why = may_publish(node, ev.boot_id, ev.kernel.release)
+    if not allowed:
+        tick.notes.append(f"report not published: {why}")
+        return state
+    active = state.operation is not None and not state.operation.terminal
+    inspection = build_inspection(
+        ev,
+        tick.d.profiles,
+        tick.d.limits,
+        observed_at=now.wall,
+        root=tick.d.root,
+        operation_active=active,
+    )
+    report = build_report(inspection, node_uid=cluster.node_uid, state=state, observed_at=now.wall)
+    digest = sha256_hex(report_content_digest_input(report))
+    last_at = _parse(state.last_report_at)
+    if not should_write(
+        state.last_report_digest or None,
+        last_at,
+        digest,
+        now.wall,
+        tick.d.limits.report_min_interval_s,
+    ):
+        return state
+    value = encode_report(report, tick.d.limits.report_max_chars)
+    kube.patch_node_annotation(tick.d.node_name, cluster.node_uid, REPORT_ANNOTATION, value)
+    return tick.save(
+        replace(state, last_report_digest=digest, last_report_at=rfc3339(now.wall)),
+        "report-published",
+        ev,
+        now,
+        journal=False,
+    )

@@ -1,0 +1,64 @@
+"""The host model to and from JSON-ready dicts (`.magicstick-sim/host.json`).
+
+Generic over the model's dataclasses, so a new field needs no codec change; a missing field takes
+its default, which keeps older host.json files loadable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, Union
+
+from magicstick_host.errors import BadInputError
+from magicstick_host.sim.model import Host
+
+
+def host_to_dict(host: Host) -> dict[str, Any]:
+    return dataclasses.asdict(host)
+
+
+def host_from_dict(data: object) -> Host:
+    host: Host = _build(Host, data, "host")
+    return host
+
+
+def _build(tp: Any, value: object, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _build(inner, value, where)
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return _build_dataclass(tp, value, where)
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise BadInputError(f"{where}: expected a list")
+        return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        _, item = typing.get_args(tp)
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise BadInputError(f"{where}: expected an object")
+        return {k: _build(item, v, f"{where}.{k}") for k, v in value.items()}
+    if tp is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if tp in (str, int, bool) and type(value) is tp:
+        return value
+    raise BadInputError(f"{where}: expected {getattr(tp, '__name__', tp)}, got {value!r}")
+
+
+def _build_dataclass(cls: type[Any], value: object, where: str) -> Any:
+    if not isinstance(value, dict):
+        raise BadInputError(f"{where}: expected an object")
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in value:
+            kwargs[f.name] = _build(hints[f.name], value[f.name], f"{where}.{f.name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise BadInputError(f"{where}: missing {f.name}")
+    return cls(**kwargs)

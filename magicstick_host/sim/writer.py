@@ -1,0 +1,153 @@
+"""Create, rewrite and load simulated host roots.
+
+`create_host` renders a scenario into a sibling temporary directory and renames it into place,
+so a half-written tree is never mistaken for a host. `write_host` re-renders an existing root in
+place (effects: install a kernel, boot), touching only the paths the simulator rendered, so the
+worker's own files under the root survive. `load_host` reads `.magicstick-sim/host.json` and
+then takes back the facts the worker (or a real playbook) changes directly in the tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from magicstick_host.errors import BadInputError
+from magicstick_host.sim.codec import host_from_dict, host_to_dict
+from magicstick_host.sim.entries import Dir, Entry, File, Link
+from magicstick_host.sim.model import Host, default_boot_id
+from magicstick_host.sim.render import render
+from magicstick_host.sim.scenarios import SCENARIOS
+
+SIM_DIR = ".magicstick-sim"
+HOST_JSON = f"{SIM_DIR}/host.json"
+FORMAT = 1
+# the modprobe.d directories whose regular files load_host takes back from the tree
+MODPROBE_DIRS = ("etc/modprobe.d", "run/modprobe.d", "usr/lib/modprobe.d", "lib/modprobe.d")
+
+
+def build_host(name: str, *, boot_id: str | None = None) -> Host:
+    """The model of scenario `name`, with its boot ID set (deterministic unless overridden)."""
+    scenario = SCENARIOS.get(name)
+    if scenario is None:
+        valid = ", ".join(sorted(SCENARIOS))
+        raise BadInputError(f"unknown scenario {name!r}; valid scenarios: {valid}")
+    host = scenario.build()
+    host.boot_id = _normalise_boot_id(boot_id) if boot_id is not None else default_boot_id(name)
+    return host
+
+
+def create_host(name: str, directory: Path, *, boot_id: str | None = None) -> None:
+    host = build_host(name, boot_id=boot_id)
+    directory = Path(directory)
+    if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+        raise BadInputError(f"{directory} exists and is not a directory")
+    if directory.is_dir() and any(directory.iterdir()):
+        raise BadInputError(f"{directory} is not empty; give a new or empty directory")
+    parent = directory.absolute().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".partial", dir=parent))
+    try:
+        write_host(host, tmp)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, directory)  # replaces an empty directory atomically
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_host(host: Host, root: Path) -> None:
+    """Render `host` into `root`, removing what an earlier render made and no longer makes."""
+    root = Path(root)
+    entries = render(host)
+    for path in sorted(_previous_manifest(root) - entries.keys(), reverse=True):
+        target = root / path
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+    for path, entry in entries.items():
+        _materialise(root / path, entry)
+    data: dict[str, Any] = {"format": FORMAT, **host_to_dict(host), "rendered": sorted(entries)}
+    sim = root / SIM_DIR
+    sim.mkdir(exist_ok=True)
+    tmp = sim / "host.json.tmp"
+    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, root / HOST_JSON)
+
+
+def load_host(root: Path) -> Host:
+    """The model of the host at `root`, including the changes made in the tree since it was
+    written: `uma/carveout` selections and the modprobe.d files."""
+    root = Path(root)
+    try:
+        data = json.loads((root / HOST_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BadInputError(f"{root} is not a simulated host: {exc}") from exc
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise BadInputError(f"{root / HOST_JSON}: unsupported format")
+    host = host_from_dict(data)
+    _take_back_tree_facts(host, root)
+    return host
+
+
+def _take_back_tree_facts(host: Host, root: Path) -> None:
+    for dev in host.pci:
+        if dev.uma is None:
+            continue
+        try:
+            text = (root / "sys/devices/pci0000:00" / dev.address / "uma/carveout").read_text()
+            dev.uma.selected = int(text.strip())
+        except (OSError, ValueError):
+            pass
+    files: dict[str, str] = {}
+    for rel in MODPROBE_DIRS:
+        directory = root / rel
+        if _has_symlink(root, rel) or not directory.is_dir():
+            continue
+        for item in sorted(directory.iterdir()):
+            if item.is_file() and not item.is_symlink():
+                files[f"{rel}/{item.name}"] = item.read_text(encoding="utf-8")
+    host.modprobe_files = files
+
+
+def _has_symlink(root: Path, rel: str) -> bool:
+    path = root
+    for part in rel.split("/"):
+        path = path / part
+        if path.is_symlink():
+            return True
+    return False
+
+
+def _previous_manifest(root: Path) -> set[str]:
+    try:
+        data = json.loads((root / HOST_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    rendered = data.get("rendered") if isinstance(data, dict) else None
+    return {p for p in rendered if isinstance(p, str)} if isinstance(rendered, list) else set()
+
+
+def _materialise(path: Path, entry: Entry) -> None:
+    if isinstance(entry, Dir):
+        path.mkdir(parents=True, exist_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    if isinstance(entry, Link):
+        path.symlink_to(entry.target)
+    elif isinstance(entry, File):
+        path.write_text(entry.text, encoding="utf-8")
+
+
+def _normalise_boot_id(value: str) -> str:
+    text = value.strip().lower()
+    if not re.fullmatch(r"[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}", text):
+        raise BadInputError(f"boot id {value!r} is not a UUID like 8-4-4-4-12 hex digits")
+    return str(uuid.UUID(text))

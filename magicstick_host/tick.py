@@ -1,0 +1,315 @@
+"""`magicstick-host tick`: one bounded step of reconciliation. Read this file top to bottom.
+
+lock → cloud-init gate → load state → collect → plan → supervise / intake / advance at most one
+step → publish → exit. Every state change is saved (fsync) before anything that depends on it,
+and every side effect runs between a saved intent and a saved outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from magicstick_host.domain import operation as ops
+from magicstick_host.domain.canonical import sha256_hex
+from magicstick_host.domain.decisions import ClassifiedStep, Decision, RunStep, SetPhase, Wait
+from magicstick_host.domain.evidence import Evidence
+from magicstick_host.domain.inspection import build_inspection, rfc3339
+from magicstick_host.domain.intake import Accepted, HostFacts, Ignored, Rejected, review_request
+from magicstick_host.domain.limits import DEFAULT_LIMITS, Limits
+from magicstick_host.domain.power import decide_power
+from magicstick_host.domain.profiles import Profile
+from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State
+from magicstick_host.effects import perform
+from magicstick_host.errors import ExitCode, KubeError
+from magicstick_host.ports.clock import Clock, Instant
+from magicstick_host.ports.kube import KubePort, hostoperation_name
+from magicstick_host.ports.lock import MaintenanceLock
+from magicstick_host.ports.runner import CommandRunner
+from magicstick_host.ports.state_store import StateStore
+from magicstick_host.publish import publish_all
+
+NAMESPACE = "ai-system"
+CrashHook = Callable[[str], None]
+Decider = Callable[[Operation, Evidence, float, Limits], Decision]
+
+# the operations this worker version can run, and their reboot budgets
+DECIDERS: dict[str, tuple[Decider, int]] = {
+    "reboot": (decide_power, 1),
+    "poweroff": (decide_power, 1),
+}
+
+
+def no_crash(point: str) -> None:
+    """Production crash hook: crash points only matter to the crash-point tests."""
+
+
+@dataclass
+class TickDeps:
+    root: str
+    gather: Callable[[], Evidence]
+    runner: CommandRunner
+    clock: Clock
+    kube: KubePort | None
+    store: StateStore
+    lock_path: Path
+    profiles: tuple[Profile, ...]
+    node_name: str
+    limits: Limits = DEFAULT_LIMITS
+    crash: CrashHook = no_crash
+
+
+@dataclass(frozen=True)
+class TickResult:
+    exit_code: ExitCode
+    summary: str
+
+
+@dataclass
+class Cluster:
+    """What Kubernetes showed this tick; `error` when it could not be asked."""
+
+    node: dict[str, Any] | None = None
+    request: dict[str, Any] | None = None
+    error: str = ""
+
+    @property
+    def node_uid(self) -> str:
+        return str((self.node or {}).get("metadata", {}).get("uid", ""))
+
+
+def run_tick(deps: TickDeps) -> TickResult:
+    with MaintenanceLock(deps.lock_path):
+        return Tick(deps).run()
+
+
+class Tick:
+    def __init__(self, deps: TickDeps) -> None:
+        self.d = deps
+        self.notes: list[str] = []
+
+    def run(self) -> TickResult:
+        ev = self.d.gather()
+        if ev.services.cloud_init_present and ev.services.cloud_init_finished is not True:
+            return TickResult(ExitCode.WAITING, "waiting for cloud-init's base installation")
+        self.d.store.prepare()
+        state = self.d.store.load() or State()
+        now = self.d.clock.now()
+        cluster = self.read_cluster()
+        state = self.supervise(state, ev, now, cluster)
+        state = self.intake(state, ev, now, cluster)
+        state = self.advance(state, ev, now)
+        state = publish_all(self, state, ev, now, cluster)
+        op = state.operation
+        where = f"{op.action} {op.phase}" if op else "idle"
+        return TickResult(ExitCode.OK, "; ".join([where, *self.notes]))
+
+    # -- persistence: every change is saved before anything depends on it ---------------------
+
+    def save(
+        self, state: State, event: str, ev: Evidence, now: Instant, *, journal: bool = True
+    ) -> State:
+        """Persist (fsync) a new state; transitions also go to the append-only journal."""
+        self.d.crash(f"before-save:{event}")
+        self.d.store.save(state)
+        if journal:
+            self._journal(state, event, ev, now)
+        self.d.crash(f"after-save:{event}")
+        return state
+
+    def _journal(self, state: State, event: str, ev: Evidence, now: Instant) -> None:
+        op = state.operation
+        self.d.store.append_journal(
+            {
+                "at": rfc3339(now.wall),
+                "bootId": ev.boot_id,
+                "event": event,
+                "requestId": op.request_id if op else "",
+                "action": op.action if op else "",
+                "phase": op.phase if op else "",
+                "message": op.message if op else "",
+                "evidenceDigest": sha256_hex(
+                    {"boot": ev.boot_id, "kernel": ev.kernel.release, "pci": ev.pci.display_ids}
+                ),
+            }
+        )
+
+    # -- Kubernetes reads ---------------------------------------------------------------------
+
+    def read_cluster(self) -> Cluster:
+        kube = self.d.kube
+        if kube is None:
+            return Cluster(error="no Kubernetes client")
+        try:
+            node = kube.read_node(self.d.node_name)
+            uid = str(node.get("metadata", {}).get("uid", ""))
+            request = kube.get_hostoperation(NAMESPACE, hostoperation_name(uid))
+        except KubeError as exc:
+            self.notes.append(f"kubernetes: {exc}")
+            return Cluster(error=str(exc))
+        return Cluster(node=node, request=request)
+
+    # -- 1. supervise the active operation's request ------------------------------------------
+
+    def supervise(self, state: State, ev: Evidence, now: Instant, cluster: Cluster) -> State:
+        op = state.operation
+        if op is None or op.terminal or cluster.error:
+            return state
+        request = cluster.request
+        uid = str((request or {}).get("metadata", {}).get("uid", ""))
+        if request is None or uid != op.request_uid:
+            message = (
+                "The execution state was removed: the HostOperation of this active operation was "
+                "deleted. The worker stopped it; run `magicstick-host recover` at the console."
+            )
+            stopped = self.change(op, SetPhase("Interrupted", message), ev, now)
+            block = Block("execution-state-removed", message, rfc3339(now.wall))
+            return self.save(
+                replace(state, operation=stopped, block=block), "execution-state-removed", ev, now
+            )
+        from magicstick_host.domain.intake import request_digest
+
+        if request_digest(uid, request.get("spec") or {}) != op.request_digest:
+            message = "The request changed after it was accepted; the operation was stopped."
+            stopped = self.change(op, SetPhase("Interrupted", message), ev, now)
+            return self.save(self.record_end(state, stopped), "request-changed", ev, now)
+        return state
+
+    # -- 2. intake of a new request -----------------------------------------------------------
+
+    def intake(self, state: State, ev: Evidence, now: Instant, cluster: Cluster) -> State:
+        request = cluster.request
+        if request is None or cluster.node is None:
+            return state
+        uid = str(request.get("metadata", {}).get("uid", ""))
+        if state.operation is not None and state.operation.request_uid == uid:
+            return state
+        inspection = build_inspection(
+            ev, self.d.profiles, self.d.limits, observed_at=now.wall, root=self.d.root
+        )
+        facts = HostFacts(
+            node_name=self.d.node_name,
+            node_uid=cluster.node_uid,
+            boot_id=ev.boot_id,
+            now=now.wall,
+            plan=inspection["plan"],
+            gpu_memory=inspection["gpuMemory"],
+            shutdown_scheduled=ev.services.shutdown_scheduled is not None,
+        )
+        review = review_request(request, state, facts, self.d.limits)
+        if isinstance(review, Accepted) and review.action not in DECIDERS:
+            review = Rejected(
+                review.uid,
+                review.request_id,
+                review.action,
+                f"The action {review.action} is not supported by this version of "
+                "the host worker; no action was executed.",
+            )
+        name = str(request["metadata"].get("name", ""))
+        if isinstance(review, Ignored):
+            return state
+        if isinstance(review, Rejected):
+            status = {
+                "phase": "Rejected",
+                "message": review.message,
+                "requestId": review.request_id,
+                "startedAt": rfc3339(now.wall),
+                "updatedAt": rfc3339(now.wall),
+                "bootId": ev.boot_id or "",
+            }
+            entry = ProcessedRequest(
+                review.uid, review.request_id, "Rejected", status, NAMESPACE, name
+            )
+            self.notes.append(f"rejected {review.request_id}: {review.message}")
+            return self.save(
+                state.remember(entry, self.d.limits.processed_request_ids_kept), "rejected", ev, now
+            )
+        assert ev.boot_id is not None
+        _, budget = DECIDERS[review.action]
+        op = ops.start_operation(
+            review,
+            namespace=NAMESPACE,
+            name=name,
+            boot_id=ev.boot_id,
+            wall=now.wall,
+            boottime=now.boottime,
+            reboot_budget=budget,
+            data={},
+        )
+        entry = ProcessedRequest(review.uid, review.request_id, "Accepted")
+        accepted = replace(
+            state.remember(entry, self.d.limits.processed_request_ids_kept), operation=op
+        )
+        return self.save(accepted, "accepted", ev, now)
+
+    # -- 3. advance the current operation by at most one step ---------------------------------
+
+    def advance(self, state: State, ev: Evidence, now: Instant) -> State:
+        op = state.operation
+        if op is None or op.terminal or state.block is not None:
+            return state
+        decider, _ = DECIDERS[op.action]
+        decision = decider(op, ev, now.boottime, self.d.limits)
+        if isinstance(decision, Wait):
+            waited = ops.touch_message(op, decision.message, wall=now.wall)
+            return (
+                state
+                if waited is op
+                else self.save(replace(state, operation=waited), "waiting", ev, now)
+            )
+        if isinstance(decision, ClassifiedStep):
+            assert ev.boot_id is not None
+            done = ops.apply_classification(
+                op, decision, boot_id=ev.boot_id, wall=now.wall, boottime=now.boottime
+            )
+            return self.save(self.record_end(state, done), "classified", ev, now)
+        if isinstance(decision, SetPhase):
+            changed = self.change(op, decision, ev, now)
+            return self.save(self.record_end(state, changed), "phase", ev, now)
+        return self.run_step(state, op, decision, ev, now)
+
+    def run_step(
+        self, state: State, op: Operation, run: RunStep, ev: Evidence, now: Instant
+    ) -> State:
+        assert ev.boot_id is not None
+        if run.uses_reboot and op.reboots_used >= op.reboot_budget:
+            over = SetPhase(
+                "Failed",
+                f"The restart budget ({op.reboot_budget}) is used up; nothing more is restarted.",
+            )
+            return self.save(
+                self.record_end(state, self.change(op, over, ev, now)), "budget", ev, now
+            )
+        intent = ops.begin_step(op, run, boot_id=ev.boot_id, wall=now.wall, boottime=now.boottime)
+        state = self.save(replace(state, operation=intent), f"intent:{run.step}", ev, now)
+        self.d.crash(f"before-effect:{run.step}")
+        ok, detail = perform(run.step, run.inputs, self.d.runner)
+        self.d.crash(f"after-effect:{run.step}")
+        after = self.d.clock.now()
+        done = ops.finish_step(
+            intent,
+            run,
+            ok=ok,
+            detail=detail,
+            boot_id=ev.boot_id,
+            wall=after.wall,
+            boottime=after.boottime,
+        )
+        return self.save(self.record_end(state, done), f"outcome:{run.step}", ev, after)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def change(self, op: Operation, change: SetPhase, ev: Evidence, now: Instant) -> Operation:
+        return ops.set_phase(
+            op, change, boot_id=ev.boot_id or op.phase_boot_id, wall=now.wall, boottime=now.boottime
+        )
+
+    def record_end(self, state: State, op: Operation) -> State:
+        """Put the operation back; once terminal, its phase is what the processed list keeps."""
+        state = replace(state, operation=op)
+        if op.terminal:
+            entry = ProcessedRequest(op.request_uid, op.request_id, op.phase)
+            state = state.remember(entry, self.d.limits.processed_request_ids_kept)
+        return state

@@ -1,0 +1,439 @@
+"""Every Plan rule of operations.md as a table: evidence in, state + key fields out."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from magicstick_host.domain.evidence import (
+    Evidence,
+    KernelInfo,
+    KfdNode,
+    OsInfo,
+    PciInventory,
+    Unknown,
+)
+from magicstick_host.domain.planner import plan_preparation
+from magicstick_host.domain.profiles import Profile
+from tests.domain.builders import (
+    REPO,
+    TARGET,
+    host,
+    nvidia,
+    other_gpu,
+    ready_host,
+    shipped_profiles,
+    strix,
+)
+
+PROFILES = shipped_profiles()
+P26 = "strix-halo-ubuntu-26.04"
+P24 = "strix-halo-ubuntu-24.04"
+_SCHEMA = json.loads((REPO / "magicstick_host/schemas/plan.schema.json").read_text())
+PLAN_VALIDATOR = Draft202012Validator({**_SCHEMA, "$ref": "#/$defs/plan"})
+
+INCOMPLETE = host(pci=PciInventory(devices=(strix(),), complete=False))
+UNREADABLE = host(pci=PciInventory(devices=(), complete=False))
+NO_GPU = host(devices=())
+INTEL_ONLY = host(devices=(other_gpu("8086", "7d55", driver="i915"),))
+OTHER_AMD = host(devices=(other_gpu("1002", "744c", driver="amdgpu"),))
+
+# name, evidence, state, profile id, packages, reboot, message fragment
+CASES: list[tuple[str, Evidence, str, str | None, dict[str, str], bool, str]] = [
+    ("inventory incomplete", INCOMPLETE, "blocked", None, {}, False, "incomplete"),
+    ("inventory unreadable", UNREADABLE, "blocked", None, {}, False, "unreadable"),
+    (
+        "pci unknown",
+        host(unknowns=(Unknown("pci.devices", "sysfs unreadable"),)),
+        "blocked",
+        None,
+        {},
+        False,
+        "sysfs unreadable",
+    ),
+    ("no gpu", NO_GPU, "not-required", None, {}, False, "operator path"),
+    ("nvidia only", host(devices=(nvidia(),)), "not-required", None, {}, False, "10de:2684"),
+    ("intel only", INTEL_ONLY, "not-required", None, {}, False, "operator path"),
+    ("other amd only", OTHER_AMD, "not-required", None, {}, False, "operator path"),
+    (
+        "unknown os",
+        host(os=OsInfo(), unknowns=(Unknown("os", "/etc/os-release missing"),)),
+        "blocked",
+        None,
+        {},
+        False,
+        "os-release missing",
+    ),
+    ("unknown arch", host(arch=None), "blocked", None, {}, False, "architecture"),
+    (
+        "no reviewed profile: 25.10",
+        host(version_id="25.10"),
+        "blocked",
+        None,
+        {},
+        False,
+        "no reviewed profile",
+    ),
+    (
+        "no reviewed profile: debian",
+        host(os=OsInfo(id="debian", version_id="13")),
+        "blocked",
+        None,
+        {},
+        False,
+        "no reviewed profile",
+    ),
+    ("no reviewed profile: arm", host(arch="aarch64"), "blocked", None, {}, False, "reviewed"),
+    (
+        "26.04 6.17 available",
+        host(),
+        "available",
+        P26,
+        {"linux-generic": "7.0.0-31.31"},
+        True,
+        "lacks",
+    ),
+    (
+        "24.04 6.17 hwe available",
+        host(version_id="24.04"),
+        "available",
+        P24,
+        {"linux-generic-hwe-24.04": "7.0.0-31.31~24.04.1"},
+        True,
+        "lacks",
+    ),
+    (
+        "24.04 6.8 GA, meta not installed",
+        host(version_id="24.04", release="6.8.0-45-generic", installed={}),
+        "available",
+        P24,
+        {"linux-generic-hwe-24.04": "7.0.0-31.31~24.04.1"},
+        True,
+        "6.8.0-45-generic",
+    ),
+    (
+        "6.14 generic not suitable",
+        host(release="6.14.0-37-generic"),
+        "available",
+        P26,
+        {"linux-generic": "7.0.0-31.31"},
+        True,
+        "lacks",
+    ),
+    (
+        "pin installed, not yet booted",
+        host(
+            installed={"linux-generic": "7.0.0-31.31"}, boot_kernels=("6.17.0-14-generic", TARGET)
+        ),
+        "available",
+        P26,
+        {},
+        True,
+        "restart into",
+    ),
+    (
+        "pin installed but target missing from /boot",
+        host(installed={"linux-generic": "7.0.0-31.31"}),
+        "blocked",
+        P26,
+        {},
+        False,
+        "/boot has no kernel",
+    ),
+    ("target running, driver ready", ready_host(), "ready", P26, {}, False, "is ready"),
+    (
+        "24.04 target running, driver ready",
+        ready_host(version_id="24.04"),
+        "ready",
+        P24,
+        {},
+        False,
+        "is ready",
+    ),
+    (
+        "oem kernel with fixes, driver ready",
+        host(release="6.14.0-1018-oem"),
+        "ready",
+        P26,
+        {},
+        False,
+        "no package change",
+    ),
+    (
+        "newer running kernel, driver ready",
+        host(release="7.1.0-3-generic", installed={"linux-generic": "7.1.0-3.3"}),
+        "ready",
+        P26,
+        {},
+        False,
+        "is ready",
+    ),
+    (
+        "target running, driver failing",
+        ready_host(dev_kfd=False),
+        "blocked",
+        P26,
+        {},
+        False,
+        "not a repair",
+    ),
+    (
+        "target running, amdgpu unbound",
+        ready_host(devices=(strix(driver=None),)),
+        "blocked",
+        P26,
+        {},
+        False,
+        "not bound to amdgpu",
+    ),
+    (
+        "oem kernel, wrong gfx",
+        host(release="6.14.0-1020-oem", kfd_nodes=(KfdNode(1, 110000, 128),)),
+        "blocked",
+        P26,
+        {},
+        False,
+        "not a repair",
+    ),
+    (
+        "installed meta newer than pin",
+        host(installed={"linux-generic": "7.0.0-40.40"}),
+        "blocked",
+        P26,
+        {},
+        False,
+        "never downgraded",
+    ),
+    (
+        "newer kernel installed, not running",
+        host(boot_kernels=("6.17.0-14-generic", "7.0.0-40-generic")),
+        "blocked",
+        P26,
+        {},
+        False,
+        "7.0.0-40-generic is newer",
+    ),
+    (
+        "unparsable installed version",
+        host(installed={"linux-generic": "garbage!"}),
+        "blocked",
+        P26,
+        {},
+        False,
+        "cannot be compared",
+    ),
+    (
+        "kernel release unknown",
+        host(kernel=KernelInfo(), unknowns=(Unknown("kernel.release", "no osrelease"),)),
+        "blocked",
+        P26,
+        {},
+        False,
+        "no osrelease",
+    ),
+    (
+        "kernel package version unknown",
+        host(kernel=KernelInfo(release="6.17.0-14-generic")),
+        "blocked",
+        P26,
+        {},
+        False,
+        "package version",
+    ),
+    ("boot id unknown", host(boot_id=None), "blocked", P26, {}, False, "boot ID"),
+    (
+        "packages unknown",
+        host(installed={}, unknowns=(Unknown("packages.installed", "dpkg status unreadable"),)),
+        "blocked",
+        P26,
+        {},
+        False,
+        "dpkg status unreadable",
+    ),
+    (
+        "hardware identity unknown",
+        host(cpu_model=None),
+        "blocked",
+        P26,
+        {},
+        False,
+        "hardware identity",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("ev", "state", "profile_id", "packages", "reboot", "fragment"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_plan_rules(
+    ev: Evidence,
+    state: str,
+    profile_id: str | None,
+    packages: dict[str, str],
+    reboot: bool,
+    fragment: str,
+) -> None:
+    plan = plan_preparation(ev, PROFILES)
+    doc = plan.to_json()
+    assert doc["state"] == state, doc["message"]
+    assert doc["profileId"] == profile_id
+    assert doc["packages"] == packages
+    assert doc["rebootRequired"] is reboot
+    assert fragment in doc["message"]
+    assert "experiment" not in doc
+    _check_shape(doc)
+
+
+def _check_shape(doc: dict[str, Any]) -> None:
+    assert list(PLAN_VALIDATOR.iter_errors(doc)) == []
+    assert set(doc) - {"experiment"} == {
+        "state",
+        "message",
+        "profileId",
+        "profileVersion",
+        "gpuProfile",
+        "experimental",
+        "packages",
+        "targetKernel",
+        "rebootRequired",
+        "displayGpus",
+        "id",
+    }
+    assert 0 < len(doc["message"]) <= 2048
+    if doc["profileId"] is None:
+        assert doc["profileVersion"] is None and doc["gpuProfile"] is None
+        assert doc["targetKernel"] is None and doc["experimental"] is False
+    else:
+        assert doc["profileVersion"] == 1 and doc["gpuProfile"] == "strix-halo-gfx1151"
+        assert doc["experimental"] is True
+    assert doc["displayGpus"] == sorted(doc["displayGpus"])
+
+
+def test_memory_unknowns_do_not_block_the_plan() -> None:
+    base = plan_preparation(host(), PROFILES).to_json()
+    ev = host(
+        unknowns=(
+            Unknown("pci.devices.0000:c5:00.0.uma.options", "bad line"),
+            Unknown("pci.devices.0000:c5:00.0.vram_total_bytes", "unreadable"),
+            Unknown("os.codename", "no VERSION_CODENAME"),
+            Unknown("ttm.module", "two holders"),
+        )
+    )
+    doc = plan_preparation(ev, PROFILES).to_json()
+    assert doc["state"] == "available"
+    assert doc["id"] == base["id"]
+
+
+def test_device_identity_unknown_blocks_the_plan() -> None:
+    ev = host(unknowns=(Unknown("pci.devices.0000:c5:00.0.driver", "link unreadable"),))
+    doc = plan_preparation(ev, PROFILES).to_json()
+    assert doc["state"] == "blocked" and "link unreadable" in doc["message"]
+
+
+def test_ready_target_is_the_running_kernel() -> None:
+    doc = plan_preparation(host(release="6.14.0-1018-oem"), PROFILES).to_json()
+    assert doc["targetKernel"] == "6.14.0-1018-oem"
+    assert plan_preparation(host(), PROFILES).to_json()["targetKernel"] == TARGET
+
+
+def test_no_profiles_shipped_blocks() -> None:
+    doc = plan_preparation(host(), ()).to_json()
+    assert doc["state"] == "blocked" and "no reviewed profile" in doc["message"]
+
+
+def test_code_gate_blocks_a_bad_profile_even_if_loaded() -> None:
+    bad = replace(PROFILES[1], packages=(("linux-generic-hwe-24.04", "7.0.0-31.31~24.04.1"),))
+    assert bad.os_version_id == "26.04"
+    doc = plan_preparation(host(), (bad,)).to_json()
+    assert doc["state"] == "blocked" and "package gate" in doc["message"]
+    assert doc["packages"] == {}
+
+
+# ---- mixed GPUs ---------------------------------------------------------------------------
+
+
+def _mixed(*others: Any, **kw: Any) -> dict[str, Any]:
+    doc = plan_preparation(host(devices=(strix(), *others), **kw), PROFILES).to_json()
+    _check_shape(doc)
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("other", "validation"),
+    [
+        (nvidia(), True),
+        (nvidia(driver=None), True),
+        (other_gpu("8086", "7d55", driver="i915"), True),
+        (other_gpu("1002", "744c", driver="amdgpu"), False),
+        (other_gpu("1a03", "2000", driver=None), True),
+    ],
+)
+def test_mixed_gpus_blocked_with_experiment(other: Any, validation: bool) -> None:
+    doc = _mixed(other)
+    assert doc["state"] == "blocked" and doc["packages"] == {} and not doc["rebootRequired"]
+    assert "shares this computer's kernel" in doc["message"]
+    exp = doc["experiment"]
+    assert exp["experimentMode"] is True
+    assert exp["engineValidationAvailable"] is validation
+    assert exp["packages"] == {"linux-generic": "7.0.0-31.31"}
+    assert exp["rebootRequired"] is True and exp["targetKernel"] == TARGET
+    assert exp["displayGpus"] == sorted(["1002:1586", other.pci_id])
+    assert exp["message"].startswith("WARNING") and len(exp["message"]) <= 2048
+    assert exp["id"] != doc["id"] and len(exp["id"]) == 64
+
+
+def test_mixed_ready_host_experiment_has_no_packages() -> None:
+    doc = plan_preparation(ready_host(devices=(strix(), nvidia())), PROFILES).to_json()
+    assert doc["state"] == "blocked"
+    assert doc["experiment"]["packages"] == {} and doc["experiment"]["rebootRequired"] is False
+
+
+@pytest.mark.parametrize(
+    ("kw", "fragment"),
+    [
+        ({"os": OsInfo(), "unknowns": (Unknown("os", "missing"),)}, "could not be read"),
+        ({"version_id": "25.10"}, "no reviewed profile"),
+        ({"installed": {"linux-generic": "7.0.0-40.40"}}, "never downgraded"),
+        ({"boot_id": None}, "boot ID"),
+    ],
+)
+def test_mixed_without_experiment(kw: dict[str, Any], fragment: str) -> None:
+    doc = _mixed(nvidia(), **kw)
+    assert doc["state"] == "blocked"
+    assert "experiment" not in doc
+    assert fragment in doc["message"]
+
+
+def test_two_strix_halo_blocks_without_experiment() -> None:
+    doc = _mixed(strix(address="0000:c6:00.0"))
+    assert doc["state"] == "blocked" and "experiment" not in doc
+
+
+def test_only_profile_packages_ever_proposed() -> None:
+    names = {n for p in PROFILES for n, _ in p.packages}
+    for case in CASES:
+        plan = plan_preparation(case[1], PROFILES)
+        assert set(plan.package_map) <= names
+        if plan.experiment is not None:
+            assert set(dict(plan.experiment.packages)) <= names
+
+
+def _profile(**changes: Any) -> Profile:
+    return replace(PROFILES[1], **changes)
+
+
+def test_long_messages_are_clipped() -> None:
+    long_id = "x" * 3000
+    doc = plan_preparation(host(), (_profile(id=long_id),)).to_json()
+    assert len(doc["message"]) <= 2048
+
+
+def test_repo_path_exists() -> None:
+    assert Path(REPO / "profiles").is_dir()

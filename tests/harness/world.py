@@ -1,0 +1,181 @@
+"""A simulated host + a real apiserver + the real tick: whole operations in a test.
+
+`World` drives one host through its operation: the dashboard user creates the HostOperation on
+the real test apiserver, `tick()` runs the real tick (with the host simulator as executor and a
+fake clock), `boot()` performs the pending restart of the simulated host and updates the Node
+the way the kubelet would. Crash points are injected with `CrashAt`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from magicstick_host.ports.kube import RealKube, hostoperation_name
+
+from magicstick_host.app import gather
+from magicstick_host.domain.state import State
+from magicstick_host.errors import LockBusyError
+from magicstick_host.ports.clock import Instant
+from magicstick_host.ports.state_store import FileStateStore
+from magicstick_host.profile_store import default_profiles_dir, load_profiles
+from magicstick_host.sim.boot import boot_host
+from magicstick_host.sim.runner import SimRunner, read_effects
+from magicstick_host.sim.writer import create_host, load_host
+from magicstick_host.tick import CrashHook, TickDeps, TickResult, no_crash, run_tick
+
+NAMESPACE = "ai-system"
+GROUP, VERSION, PLURAL = "appliance.magicstick.dev", "v1alpha1", "hostoperations"
+
+
+class SimulatedCrash(BaseException):
+    """The process died here. BaseException, so no `except Exception` in the product eats it."""
+
+
+class CrashAt:
+    """Crash at the n-th crash point reached (1-based); None never crashes, only counts."""
+
+    def __init__(self, target: int | None = None) -> None:
+        self.target = target
+        self.points: list[str] = []
+
+    def __call__(self, point: str) -> None:
+        self.points.append(point)
+        if self.target is not None and len(self.points) == self.target:
+            raise SimulatedCrash(point)
+
+
+@dataclass
+class FakeClock:
+    wall: datetime = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0))
+    boottime: float = 40.0
+
+    def now(self) -> Instant:
+        return Instant(wall=self.wall, boottime=self.boottime)
+
+    def advance(self, seconds: float) -> None:
+        self.wall += timedelta(seconds=seconds)
+        self.boottime += seconds
+
+    def reboot(self, downtime_s: float = 90.0, uptime_s: float = 25.0) -> None:
+        self.wall += timedelta(seconds=downtime_s + uptime_s)
+        self.boottime = uptime_s
+
+
+def random_hex(n: int) -> str:
+    return secrets.token_hex(n // 2)
+
+
+class World:
+    def __init__(self, tmp: Path, kube: Any, scenario: str, *, node_name: str | None = None):
+        self.kube = kube
+        self.root = tmp / "host"
+        self.state_dir = tmp / "state"
+        self.node_name = node_name or f"sim-{random_hex(8)}"
+        boot_id = str(__import__("uuid").uuid4())
+        create_host(scenario, self.root, boot_id=boot_id)
+        self.clock = FakeClock()
+        self.profiles = load_profiles(default_profiles_dir())
+        self.node = kube.create_node(
+            self.node_name, boot_id=boot_id, kernel=load_host(self.root).kernel.release
+        )
+        self.node_uid: str = self.node["metadata"]["uid"]
+        self.request_name = hostoperation_name(self.node_uid)
+        self.worker = RealKube(str(kube.worker_kubeconfig), timeout=10)
+
+    # -- the host -------------------------------------------------------------------------
+
+    @property
+    def boot_id(self) -> str:
+        return load_host(self.root).boot_id
+
+    def deps(self, crash: CrashHook = no_crash) -> TickDeps:
+        runner = SimRunner(self.root)
+        return TickDeps(
+            root=str(self.root),
+            gather=lambda: gather(str(self.root), self.profiles, runner),
+            runner=runner,
+            clock=self.clock,
+            kube=self.worker,
+            store=FileStateStore(self.state_dir),
+            lock_path=self.state_dir / "maintenance.lock",
+            profiles=self.profiles,
+            node_name=self.node_name,
+            crash=crash,
+        )
+
+    def tick(self, crash: CrashHook = no_crash, advance_s: float = 15.0) -> TickResult | None:
+        """One tick, then the clock moves on. None when the tick "crashed"."""
+        try:
+            return run_tick(self.deps(crash))
+        except SimulatedCrash:
+            return None
+        except LockBusyError:  # pragma: no cover - nothing else holds it in tests
+            raise
+        finally:
+            self.clock.advance(advance_s)
+
+    def boot(self) -> str:
+        """The pending restart happens; the kubelet reports the new boot on the Node."""
+        new_boot = boot_host(self.root)
+        self.clock.reboot()
+        self.kube.set_node_info(
+            self.node_name, boot_id=new_boot, kernel=load_host(self.root).kernel.release
+        )
+        return new_boot
+
+    def effects(self, kind: str | None = None) -> list[dict[str, Any]]:
+        return [e for e in read_effects(self.root) if kind is None or e["effect"] == kind]
+
+    # -- local state ----------------------------------------------------------------------
+
+    def state(self) -> State:
+        return FileStateStore(self.state_dir).load() or State()
+
+    def journal(self) -> list[dict[str, Any]]:
+        return FileStateStore(self.state_dir).read_journal()
+
+    # -- the dashboard --------------------------------------------------------------------
+
+    def request_spec(self, action: str, **overrides: Any) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "action": action,
+            "nodeName": self.node_name,
+            "nodeUid": self.node_uid,
+            "bootId": self.boot_id,
+            "requestId": random_hex(32),
+            "acknowledgeDisruption": True,
+            "allowExperimental": False,
+            "experimentMode": False,
+            "actorHash": hashlib.sha256(b"admin@example").hexdigest(),
+            "planId": "",
+        }
+        spec.update(overrides)
+        return spec
+
+    def create_request(self, action: str, **overrides: Any) -> dict[str, Any]:
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "HostOperation",
+            "metadata": {"name": self.request_name, "namespace": NAMESPACE},
+            "spec": self.request_spec(action, **overrides),
+        }
+        created: dict[str, Any] = self.kube.dashboard_custom().create_namespaced_custom_object(
+            GROUP, VERSION, NAMESPACE, PLURAL, body
+        )
+        return created
+
+    def hostop(self) -> dict[str, Any] | None:
+        return self.worker.get_hostoperation(NAMESPACE, self.request_name)
+
+    def report(self) -> dict[str, Any] | None:
+        node = self.worker.read_node(self.node_name)
+        value = (
+            node["metadata"].get("annotations", {}).get("appliance.magicstick.dev/host-management")
+        )
+        return json.loads(value) if value else None

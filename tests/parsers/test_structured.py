@@ -1,0 +1,232 @@
+"""dpkg status, carve-out options, modprobe.d, kernel command line, /etc/default/grub."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from magicstick_host.domain.evidence import CarveoutOption
+from magicstick_host.domain.parsers import ParseError
+from magicstick_host.domain.parsers.carveout import (
+    parse_carveout_index,
+    parse_carveout_options,
+    render_carveout_options,
+)
+from magicstick_host.domain.parsers.cmdline import memory_overrides, split_cmdline
+from magicstick_host.domain.parsers.dpkg_status import installed_versions, parse_dpkg_status
+from magicstick_host.domain.parsers.grub import grub_cmdlines
+from magicstick_host.domain.parsers.modprobe import (
+    is_memory_override,
+    parse_modprobe,
+    ttm_settings,
+)
+from tests.parsers.strategies import garbage, ident, words
+
+PARSERS: list[Callable[[str], object]] = [
+    parse_dpkg_status,
+    parse_carveout_options,
+    parse_carveout_index,
+    parse_modprobe,
+    split_cmdline,
+    grub_cmdlines,
+]
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+@given(text=garbage)
+def test_garbage_only_raises_parse_error(parser: Callable[[str], object], text: str) -> None:
+    with contextlib.suppress(ParseError):
+        parser(text)
+
+
+# --- dpkg status
+
+pkg_name = st.from_regex(r"[a-z0-9][a-z0-9+.-]{1,20}", fullmatch=True)
+version = st.from_regex(r"[0-9]{1,2}\.[0-9]{1,2}\.[0-9]-[0-9]{1,2}\.[0-9]{1,2}(~24\.04\.[0-9])?",
+                        fullmatch=True)
+status = st.sampled_from(["install ok installed", "hold ok installed", "deinstall ok config-files",
+                          "install ok half-installed", "purge ok not-installed"])
+
+
+@given(packages=st.dictionaries(pkg_name, st.tuples(version, status), max_size=8))
+def test_dpkg_round_trip(packages: dict[str, tuple[str, str]]) -> None:
+    stanzas = []
+    for name, (ver, stat) in packages.items():
+        stanzas.append(
+            f"Package: {name}\nStatus: {stat}\nPriority: optional\nArchitecture: amd64\n"
+            f"Version: {ver}\nDescription: a package\n multi-line text\n .\n more\n"
+        )
+    parsed = parse_dpkg_status("\n".join(stanzas))
+    expected = {n: (v,) for n, (v, s) in packages.items() if s.endswith("ok installed")}
+    assert installed_versions(parsed) == expected
+
+
+def test_dpkg_example() -> None:
+    text = (
+        "Package: linux-generic\nStatus: install ok installed\nVersion: 7.0.0-31.31\n\n"
+        "Package: linux-image-7.0.0-31-generic\nStatus: install ok installed\n"
+        "Conffiles:\n /etc/x 0123\nVersion: 7.0.0-31.31\n\n"
+        "Package: old\nStatus: deinstall ok config-files\nVersion: 1\n\n"
+        "Package: removed\nStatus: purge ok not-installed\n"
+    )
+    assert installed_versions(parse_dpkg_status(text)) == {
+        "linux-generic": ("7.0.0-31.31",),
+        "linux-image-7.0.0-31-generic": ("7.0.0-31.31",),
+    }
+
+
+@pytest.mark.parametrize("text", [
+    " continuation first\n",
+    "Package: a\nnot a field\n",
+    "Status: install ok installed\nVersion: 1\n",
+    "Package: a\nStatus: install ok installed\n",
+    "Package: a\nPackage: b\n",
+])
+def test_dpkg_rejects(text: str) -> None:
+    with pytest.raises(ParseError):
+        parse_dpkg_status(text)
+
+
+# --- carve-out
+
+label = st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"],
+                                       blacklist_characters="\n"), max_size=12)
+
+
+@st.composite
+def carveout_options(draw: st.DrawFn) -> tuple[CarveoutOption, ...]:
+    n = draw(st.integers(min_value=1, max_value=19))
+    indexes = draw(st.lists(st.integers(0, 30), min_size=n, max_size=n, unique=True))
+    sizes = draw(st.lists(st.integers(1, 131072), min_size=n, max_size=n, unique=True))
+    labels = draw(st.lists(label, min_size=n, max_size=n))
+    return tuple(CarveoutOption(i, lab, s) for i, lab, s in zip(indexes, labels, sizes,
+                                                                strict=True))
+
+
+@given(options=carveout_options(), newline=st.booleans())
+def test_carveout_round_trip(options: tuple[CarveoutOption, ...], newline: bool) -> None:
+    text = render_carveout_options(options)
+    assert parse_carveout_options(text if newline else text[:-1]) == options
+
+
+@given(options=carveout_options())
+def test_carveout_mb_rendering_round_trip(options: tuple[CarveoutOption, ...]) -> None:
+    # the kernel may print whole GiB in MB as well
+    text = "".join(f"{o.index}: {o.label} ({o.size_mi} MB)\n" for o in options)
+    assert parse_carveout_options(text) == options
+
+
+def test_carveout_example_from_host_facts() -> None:
+    text = "0: Minimum (512 MB)\n1:  (1 GB)\n7: Medium (16 GB)\n9: High (32 GB)\n"
+    assert parse_carveout_options(text) == (
+        CarveoutOption(0, "Minimum", 512),
+        CarveoutOption(1, "", 1024),
+        CarveoutOption(7, "Medium", 16384),
+        CarveoutOption(9, "High", 32768),
+    )
+    assert parse_carveout_index("7\n") == 7
+
+
+@pytest.mark.parametrize("text", [
+    "", "\n", "0: Minimum (0 MB)\n", "0: A (1 GB)\n0: B (2 GB)\n", "0: A (1 GB)\n1: B (1024 MB)\n",
+    "0: A (1 TB)\n", "0:A (1 GB)\n", "0: A (1 GB) \n", "x: A (1 GB)\n",
+    "".join(f"{i}: o ({i + 1} GB)\n" for i in range(20)),
+])
+def test_carveout_rejects(text: str) -> None:
+    with pytest.raises(ParseError):
+        parse_carveout_options(text)
+
+
+# --- modprobe.d
+
+param = st.tuples(ident, st.none() | words("0123456789abcdefxyz,", 1, 8))
+
+
+@given(module=ident, params=st.lists(param, max_size=5), split=st.booleans())
+def test_modprobe_round_trip(module: str, params: list[tuple[str, str | None]],
+                             split: bool) -> None:
+    rendered = [k if v is None else f"{k}={v}" for k, v in params]
+    body = " \\\n    ".join(rendered) if split else " ".join(rendered)
+    text = f"# a comment\n\n  # indented comment\noptions {module} {body}\nblacklist foo\n"
+    commands = parse_modprobe(text)
+    assert commands[0].command == "options"
+    assert commands[0].module == module
+    assert list(commands[0].params) == params
+    assert commands[1].command == "blacklist"
+
+
+@given(limit=st.integers(0, 2**40), pool=st.integers(0, 2**40),
+       module=st.sampled_from(["ttm", "amdttm", "amd_ttm", "amd-ttm"]))
+def test_modprobe_ttm_settings_round_trip(limit: int, pool: int, module: str) -> None:
+    text = (f"# managed by magicstick-host\noptions {module} pages_limit={limit} "
+            f"page_pool_size={pool}\n")
+    commands = parse_modprobe(text)
+    assert ttm_settings(commands) == {"pages_limit": limit, "page_pool_size": pool}
+    assert all(is_memory_override(c) for c in commands)
+
+
+@pytest.mark.parametrize(("line", "override"), [
+    ("options ttm pages_limit=1 page_pool_size=1", True),
+    ("options amdttm page_pool_size=1", True),
+    ("options amd-ttm pages_limit=1", True),
+    ("options amdgpu gttsize=4096", True),
+    ("options amdgpu gartsize=512", True),
+    ("options amdgpu vramlimit=512", True),
+    ("options amdgpu ppfeaturemask=0xffffffff", False),
+    ("options nouveau modeset=0", False),
+    ("blacklist ttm", False),
+    ("install ttm /sbin/modprobe --ignore-install ttm pages_limit=5", True),
+])
+def test_modprobe_override_examples(line: str, override: bool) -> None:
+    (command,) = parse_modprobe(line + "\n")
+    assert is_memory_override(command) is override
+
+
+def test_modprobe_continuation_and_comment() -> None:
+    text = "options ttm \\\n  pages_limit=100 \\\n  page_pool_size=100\n# options ttm x=1\n"
+    assert ttm_settings(parse_modprobe(text)) == {"pages_limit": 100, "page_pool_size": 100}
+    assert ttm_settings(parse_modprobe("options ttm pages_limit=abc\n")) == {"pages_limit": None}
+
+
+# --- kernel command line and grub
+
+arg = st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E,
+                                     blacklist_characters='"'), min_size=1, max_size=20)
+
+
+@given(args=st.lists(arg, max_size=10))
+def test_cmdline_round_trip(args: list[str]) -> None:
+    assert split_cmdline(" ".join(args) + "\n") == tuple(args)
+
+
+def test_cmdline_quotes_and_overrides() -> None:
+    args = split_cmdline('BOOT_IMAGE=/vmlinuz root=UUID=x ro "quoted arg=1 2" '
+                         'ttm.pages_limit=100 amdgpu.gttsize=1 amd-ttm.page_pool_size=5 '
+                         'amdgpu.ppfeaturemask=1 quiet splash\n')
+    assert "quoted arg=1 2" in args
+    assert memory_overrides(args) == (
+        "ttm.pages_limit=100", "amdgpu.gttsize=1", "amd-ttm.page_pool_size=5")
+
+
+@given(args=st.lists(arg.filter(lambda a: not any(c in a for c in "'\\$`")), max_size=8),
+       default=st.booleans(), export=st.booleans())
+def test_grub_round_trip(args: list[str], default: bool, export: bool) -> None:
+    var = "GRUB_CMDLINE_LINUX_DEFAULT" if default else "GRUB_CMDLINE_LINUX"
+    value = " ".join(args)
+    text = (f"# If you change this file, run 'update-grub'\nGRUB_DEFAULT=0\n"
+            f"#{var}=\"ttm.pages_limit=1\"\n{'export ' if export else ''}{var}=\"{value}\"\n")
+    assert grub_cmdlines(text) == ((var, value),)
+
+
+def test_grub_example() -> None:
+    text = ('GRUB_CMDLINE_LINUX_DEFAULT="quiet splash ttm.pages_limit=100"\n'
+            "GRUB_CMDLINE_LINUX='amdgpu.gttsize=4096'\nGRUB_CMDLINE_LINUX=$GRUB_CMDLINE_LINUX\n")
+    found = grub_cmdlines(text)
+    assert found[0] == ("GRUB_CMDLINE_LINUX_DEFAULT", "quiet splash ttm.pages_limit=100")
+    assert found[1] == ("GRUB_CMDLINE_LINUX", "amdgpu.gttsize=4096")
+    with pytest.raises(ParseError):
+        grub_cmdlines('GRUB_CMDLINE_LINUX="unterminated\n')
