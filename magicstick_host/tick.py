@@ -16,6 +16,7 @@ from magicstick_host.domain import operation as ops
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.decisions import ClassifiedStep, Decision, RunStep, SetPhase, Wait
 from magicstick_host.domain.evidence import Evidence
+from magicstick_host.domain.gpu_memory import gpu_memory_capability
 from magicstick_host.domain.inspection import build_inspection, rfc3339
 from magicstick_host.domain.intake import Accepted, HostFacts, Ignored, Rejected, review_request
 from magicstick_host.domain.limits import DEFAULT_LIMITS, Limits
@@ -197,6 +198,7 @@ class Tick:
             plan=inspection["plan"],
             gpu_memory=inspection["gpuMemory"],
             shutdown_scheduled=ev.services.shutdown_scheduled is not None,
+            memory_capability=gpu_memory_capability(ev, self.d.limits),
         )
         review = review_request(request, state, facts, self.d.limits)
         if isinstance(review, Accepted) and review.action not in DECIDERS:

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from magicstick_host.domain.canonical import sha256_hex
+from magicstick_host.domain.gpu_memory import GpuMemoryCapability, validate_memory_selection
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.state import TERMINAL_PHASES, State
 
@@ -63,6 +64,8 @@ class HostFacts:
     plan: dict[str, Any]
     gpu_memory: dict[str, Any]
     shutdown_scheduled: bool
+    # the capability itself, to check a configure-gpu-memory selection against
+    memory_capability: GpuMemoryCapability | None = None
 
 
 @dataclass(frozen=True)
@@ -210,10 +213,12 @@ def _spec_problem(
         return "The actorHash must be 64 lowercase hexadecimal characters."
     if spec["experimentMode"] and not spec["allowExperimental"]:
         return "Experiment mode requires allowExperimental."
-    return _action_problem(spec, action, host)
+    return _action_problem(spec, action, host, limits)
 
 
-def _action_problem(spec: dict[str, Any], action: str, host: HostFacts) -> str | None:
+def _action_problem(
+    spec: dict[str, Any], action: str, host: HostFacts, limits: Limits
+) -> str | None:
     plan_id = spec.get("planId", "")
     if action in POWER_ACTIONS:
         if plan_id:
@@ -225,7 +230,7 @@ def _action_problem(spec: dict[str, Any], action: str, host: HostFacts) -> str |
         return f"A {action} request needs the 64-hex plan id it was approved against."
     if action == "prepare-gpu":
         return _prepare_problem(spec, plan_id, host.plan)
-    return _memory_problem(spec, plan_id, host.gpu_memory)
+    return _memory_problem(spec, plan_id, host, limits)
 
 
 def _prepare_problem(spec: dict[str, Any], plan_id: str, plan: dict[str, Any]) -> str | None:
@@ -245,7 +250,10 @@ def _prepare_problem(spec: dict[str, Any], plan_id: str, plan: dict[str, Any]) -
     return None
 
 
-def _memory_problem(spec: dict[str, Any], plan_id: str, cap: dict[str, Any]) -> str | None:
+def _memory_problem(
+    spec: dict[str, Any], plan_id: str, host: HostFacts, limits: Limits
+) -> str | None:
+    cap = host.gpu_memory
     if not spec["allowExperimental"] or spec["experimentMode"]:
         return "configure-gpu-memory requires allowExperimental and no experiment mode."
     if plan_id != cap.get("id"):
@@ -253,9 +261,16 @@ def _memory_problem(spec: dict[str, Any], plan_id: str, cap: dict[str, Any]) -> 
     if not cap.get("supported"):
         return f"GPU memory control is not available: {cap.get('message')}"
     selection = spec.get("gpuMemory")
-    if not isinstance(selection, dict):
-        return "configure-gpu-memory needs gpuMemory {carveoutIndex, dynamicLimitMi}."
-    return None
+    if not isinstance(selection, dict) or set(selection) != {"carveoutIndex", "dynamicLimitMi"}:
+        return "configure-gpu-memory needs exactly gpuMemory {carveoutIndex, dynamicLimitMi}."
+    index, limit = selection["carveoutIndex"], selection["dynamicLimitMi"]
+    # bool is an int in Python; the contract wants real integers
+    if type(index) is not int or type(limit) is not int:
+        return "gpuMemory carveoutIndex and dynamicLimitMi must be integers."
+    if host.memory_capability is None:
+        return "GPU memory control is not available: the capability could not be computed."
+    result = validate_memory_selection(host.memory_capability, index, limit, limits)
+    return None if result.ok else result.message
 
 
 def _accept(

@@ -13,6 +13,7 @@ tries again 15 s later.
 from __future__ import annotations
 
 import errno
+import inspect
 import os
 import stat
 from pathlib import Path
@@ -35,6 +36,19 @@ class Lock(Protocol):
     ) -> None: ...
 
 
+# Ubuntu 24.04 ships filelock 3.13, which neither falls back to soft locks nor deletes the lock
+# file, and has no switches for either; newer releases need them turned off explicitly.
+_NEWER_FILELOCK_OPTIONS: dict[str, bool] = {
+    name: value
+    for name, value in (
+        ("thread_local", False),
+        ("fallback_to_soft", False),
+        ("preserve_lock_file", True),
+    )
+    if name in inspect.signature(UnixFileLock.__init__).parameters
+}
+
+
 class MaintenanceLock:
     def __init__(self, path: Path, *, owner_uid: int | None = None) -> None:
         self.path = path
@@ -45,14 +59,7 @@ class MaintenanceLock:
         if self._held is not None:
             raise RuntimeError(f"{self.path}: already held by this MaintenanceLock")
         self._check()
-        lock = UnixFileLock(
-            str(self.path),
-            timeout=0,
-            mode=0o600,
-            thread_local=False,
-            fallback_to_soft=False,
-            preserve_lock_file=True,
-        )
+        lock = UnixFileLock(str(self.path), timeout=0, mode=0o600, **_NEWER_FILELOCK_OPTIONS)
         try:
             lock.acquire()
         except Timeout:

@@ -1,4 +1,9 @@
-"""The JSON Schemas that ship with the package, and one validator entry point."""
+"""The JSON Schemas that ship with the package, and one validator entry point.
+
+Cross-file references (`urn:magicstick-host:<name>#/$defs/...`) are inlined at load time, so
+validation needs nothing newer than the jsonschema in Ubuntu 24.04's archive (4.10), which has
+no `referencing` registry.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +13,45 @@ from importlib import resources
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
+
+URN_PREFIX = "urn:magicstick-host:"
 
 
 @cache
-def _registry() -> Registry:
-    registry: Registry = Registry()
-    for entry in resources.files(__package__).iterdir():
-        if entry.name.endswith(".schema.json"):
-            doc = json.loads(entry.read_text(encoding="utf-8"))
-            uri = doc.get("$id", "urn:magicstick-host:" + entry.name.removesuffix(".schema.json"))
-            registry = registry.with_resource(uri, Resource.from_contents(doc))
-    return registry
+def _document(name: str) -> dict[str, Any]:
+    text = resources.files(__package__).joinpath(f"{name}.schema.json").read_text("utf-8")
+    doc: dict[str, Any] = json.loads(text)
+    return doc
+
+
+def _pointer(doc: dict[str, Any], fragment: str) -> Any:
+    node: Any = doc
+    for part in fragment.lstrip("/").split("/"):
+        if part:
+            node = node[part]
+    return node
+
+
+def _inline(node: Any, doc_name: str) -> Any:
+    """Replace every $ref by its target, so the result is self-contained (no recursion)."""
+    if isinstance(node, list):
+        return [_inline(item, doc_name) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        target_doc, _, fragment = ref.partition("#")
+        name = target_doc.removeprefix(URN_PREFIX) if target_doc else doc_name
+        resolved = _inline(_pointer(_document(name), fragment), name)
+        siblings = {k: _inline(v, doc_name) for k, v in node.items() if k != "$ref"}
+        return {**resolved, **siblings} if siblings else resolved
+    return {k: _inline(v, doc_name) for k, v in node.items() if k != "$defs"}
 
 
 @cache
 def validator(name: str) -> Draft202012Validator:
     """`name` is the file stem, e.g. "inspect" for inspect.schema.json."""
-    doc = json.loads(resources.files(__package__).joinpath(f"{name}.schema.json").read_text())
-    return Draft202012Validator(doc, registry=_registry())
+    return Draft202012Validator(_inline(_document(name), name))
 
 
 def errors(name: str, instance: Any) -> list[str]:

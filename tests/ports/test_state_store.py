@@ -395,7 +395,7 @@ def test_op_log_dir_symlink_refused(tmp_path: Path) -> None:
 
 # ---- property: State -> save -> load is the identity -----------------------------------------
 
-_OPERATION = schemas.validator("state").schema["$defs"]["operation"]["properties"]
+_OPERATION = schemas._document("state")["$defs"]["operation"]["properties"]
 PHASES = list(_OPERATION["phase"]["enum"])
 HEX = "0123456789abcdef"
 texts = st.text(max_size=12)

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from magicstick_host.domain.evidence import CarveoutOption
+from magicstick_host.domain.gpu_memory import GpuMemoryCapability
 from magicstick_host.domain.intake import (
     Accepted,
     HostFacts,
@@ -26,6 +28,23 @@ EXP_ID = "b" * 64
 MEM_ID = "c" * 64
 
 
+CAPABILITY = GpuMemoryCapability(
+    supported=True,
+    message="ok",
+    pci_address="0000:c5:00.0",
+    options=(CarveoutOption(0, "Minimum", 512), CarveoutOption(3, "", 4096),
+             CarveoutOption(9, "High", 32768)),
+    current_carveout_index=0,
+    current_carveout_mi=512,
+    current_dynamic_limit_mi=63488,
+    system_memory_mi=127953,
+    system_reserve_mi=16384,
+    step_mi=1024,
+    min_dynamic_limit_mi=1024,
+    id=MEM_ID,
+)
+
+
 def host(**kw: Any) -> HostFacts:
     base: dict[str, Any] = {
         "node_name": "strix-01",
@@ -40,6 +59,7 @@ def host(**kw: Any) -> HostFacts:
         },
         "gpu_memory": {"supported": True, "id": MEM_ID},
         "shutdown_scheduled": False,
+        "memory_capability": CAPABILITY,
     }
     base.update(kw)
     return HostFacts(**base)
@@ -153,6 +173,17 @@ def test_a_valid_request_of_each_handled_action_is_accepted(action: str) -> None
         (request("prepare-gpu", experimentMode=True), "experiment"),
         (request("configure-gpu-memory", planId="e" * 64), "id differs"),
         (request("configure-gpu-memory", allowExperimental=False), "requires allowExperimental"),
+        (request("configure-gpu-memory", gpuMemory={"carveoutIndex": True,
+                                                     "dynamicLimitMi": 65536}), "integers"),
+        (request("configure-gpu-memory", gpuMemory={"carveoutIndex": 3}), "exactly gpuMemory"),
+        (request("configure-gpu-memory", gpuMemory={"carveoutIndex": 4,
+                                                     "dynamicLimitMi": 65536}), "not offered"),
+        (request("configure-gpu-memory", gpuMemory={"carveoutIndex": 3,
+                                                     "dynamicLimitMi": 65537}), "multiple"),
+        (request("configure-gpu-memory", gpuMemory={"carveoutIndex": 9,
+                                                     "dynamicLimitMi": 96256}), "above"),
+        (request("configure-gpu-memory", gpuMemory={"carveoutIndex": 0,
+                                                     "dynamicLimitMi": 63488}), "already active"),
         (request(meta={"deletionTimestamp": "2026-11-30T12:00:00Z"}), "being deleted"),
         (request(status={"phase": "Accepted"}), "execution state was lost"),
     ],

@@ -1,0 +1,60 @@
+"""inspect on the real machine this suite runs on (read-only, no Kubernetes needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from magicstick_host import schemas
+from tests.inspect.conftest import inspect_valid
+
+
+def test_inspect_of_this_machine_is_schema_valid_and_never_acts_on_missing_hardware() -> None:
+    doc = inspect_valid(Path("/"))
+    if "1002:1586" not in doc["plan"]["displayGpus"]:
+        assert doc["plan"]["state"] in ("not-required", "blocked")
+        assert doc["plan"]["packages"] == {}
+    assert doc["evidence"]["bootId"] == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert doc["evidence"]["kernel"]["release"] == os.uname().release
+
+
+@pytest.mark.real_commands
+def test_the_installed_command_prints_valid_json_with_exit_0() -> None:
+    exe = Path(sys.executable).parent / "magicstick-host"
+    proc = subprocess.run([str(exe), "inspect", "--json"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert schemas.errors("inspect", json.loads(proc.stdout)) == []
+
+
+@pytest.mark.real_commands
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root to drop to an unprivileged user")
+def test_inspect_runs_unprivileged_and_unreadable_files_are_unknown(tmp_path: Path) -> None:
+    from magicstick_host.sim.writer import create_host
+
+    root = tmp_path / "host"
+    create_host("strix-halo-ubuntu-26.04-ready", root)
+    secret = root / "var/lib/dpkg/status"
+    secret.chmod(0o600)  # root-only, like a file an unprivileged inspect may not read
+    for parent in [tmp_path, *tmp_path.parents]:
+        parent.chmod(parent.stat().st_mode | 0o005)
+    exe = Path(sys.executable).parent / "magicstick-host"
+    proc = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         str(exe), "inspect", "--json", "--root", str(root)],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert schemas.errors("inspect", doc) == []
+    reasons = [u["reason"] for u in doc["unknowns"]]
+    assert any("/var/lib/dpkg/status: permission denied" in r for r in reasons), reasons
+    assert doc["plan"]["state"] == "blocked"

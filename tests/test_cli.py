@@ -1,0 +1,108 @@
+"""The command line: bad input is one clear line and a non-zero exit code, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from magicstick_host import schemas
+from magicstick_host.cli.main import main
+from magicstick_host.errors import ExitCode
+from magicstick_host.sim.writer import create_host
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_help_documents_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for exit_code in ExitCode:
+        assert f"{exit_code.value:>3}  {exit_code.name.lower().replace('_', '-')}" in out
+
+
+def test_tick_help_documents_every_environment_variable(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "tick", "--help")
+    for var in ("MAGICSTICK_HOST_ROOT", "MAGICSTICK_HOST_STATE_DIR", "MAGICSTICK_HOST_KUBECONFIG",
+                "MAGICSTICK_HOST_NODE_NAME", "MAGICSTICK_HOST_EXECUTOR"):
+        assert var in out
+
+
+def test_inspect_json_on_a_simulated_host(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    create_host("strix-halo-ubuntu-26.04-old-kernel", tmp_path / "h")
+    code, out, err = run(capsys, "inspect", "--json", "--root", str(tmp_path / "h"))
+    assert code == 0, err
+    doc = json.loads(out)
+    assert schemas.errors("inspect", doc) == []
+    assert doc["plan"]["state"] == "available"
+
+
+def test_inspect_human_summary_says_the_plan_in_one_sentence(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    create_host("strix-halo-nvidia-ubuntu-26.04-old-kernel", tmp_path / "h")
+    code, out, _ = run(capsys, "inspect", "--root", str(tmp_path / "h"))
+    assert code == 0
+    assert "Plan:     blocked:" in out and "experiment available" in out
+
+
+def test_a_missing_root_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "inspect", "--root", str(tmp_path / "nope"))
+    assert code == ExitCode.USAGE
+    assert "does not exist" in err and "Traceback" not in err
+
+
+def test_a_malformed_profile_names_the_file_and_field(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "bad.yaml").write_text(
+        "id: x\nversion: one\n"
+    )
+    code, out, err = run(capsys, "inspect", "--profiles", str(profiles))
+    assert code == ExitCode.BAD_INPUT
+    assert out == ""
+    assert err.count("\n") == 1 and "bad.yaml" in err and "profile-invalid" in err
+
+
+def test_sim_create_refuses_an_unknown_scenario_and_a_non_empty_directory(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run(capsys, "sim", "create", "no-such-host", str(tmp_path / "a"))
+    assert code == ExitCode.BAD_INPUT and "valid scenarios" in err
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "keep").write_text("mine")
+    code, _, err = run(capsys, "sim", "create", "cpu-only-ubuntu-24.04", str(tmp_path / "b"))
+    assert code == ExitCode.BAD_INPUT and "not empty" in err
+    assert (tmp_path / "b" / "keep").read_text() == "mine"
+
+
+def test_sim_list_names_every_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    from magicstick_host.sim.scenarios import list_scenarios
+
+    _, out, _ = run(capsys, "sim", "list")
+    for name, _ in list_scenarios():
+        assert name in out
+
+
+def test_tick_without_a_kubeconfig_does_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, _ = run(capsys, "tick", "--kubeconfig", str(tmp_path / "none.yaml"),
+                     "--state-dir", str(tmp_path / "state"))
+    assert code == 0
+    assert not (tmp_path / "state").exists()
+
+
+def test_the_subprocess_guard_stops_real_commands() -> None:
+    from tests.conftest import RealCommandForbidden
+
+    with pytest.raises(RealCommandForbidden):
+        subprocess.run(["true"], check=False)
