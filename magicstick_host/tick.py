@@ -82,6 +82,7 @@ class Cluster:
 
 
 def run_tick(deps: TickDeps) -> TickResult:
+    deps.store.prepare()  # the state directory (0700) also holds the lock
     with MaintenanceLock(deps.lock_path):
         return Tick(deps).run()
 
@@ -95,7 +96,6 @@ class Tick:
         ev = self.d.gather()
         if ev.services.cloud_init_present and ev.services.cloud_init_finished is not True:
             return TickResult(ExitCode.WAITING, "waiting for cloud-init's base installation")
-        self.d.store.prepare()
         state = self.d.store.load() or State()
         now = self.d.clock.now()
         cluster = self.read_cluster()

@@ -22,7 +22,7 @@ from tests.harness.world import CrashAt, World
 
 pytestmark = pytest.mark.apiserver
 
-SCENARIO = "strix-halo-26.04-ready"
+SCENARIO = "strix-halo-ubuntu-26.04-ready"
 OUTCOMES: Counter[tuple[str, str, str]] = Counter()
 
 
