@@ -8,6 +8,8 @@ from typing import Any
 def _gib(mi: int | None) -> str:
     if mi is None:
         return "unknown"
+    if mi < 1024:
+        return f"{mi} MiB"
     return f"{mi / 1024:.1f} GiB" if mi % 1024 else f"{mi // 1024} GiB"
 
 
