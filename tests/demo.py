@@ -14,7 +14,6 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 from magicstick_host.ports.kube import hostoperation_name
 from magicstick_host.sim.writer import create_host, load_host
