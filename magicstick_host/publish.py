@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import contextlib
-
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -98,7 +97,9 @@ def _parse(value: str) -> datetime | None:
         return None
 
 
-def publish_report(tick: Tick, state: State, ev: Evidence, now: Instant, cluster: Cluster) -> State:
+def publish_report(
+    tick: Tick, state: State, ev: Evidence, now: Instant, cluster: Cluster, *, save: bool = True
+) -> State:
     kube = tick.d.kube
     node = cluster.node
     if kube is None or node is None or ev.boot_id is None or ev.kernel.release is None:
@@ -119,7 +120,7 @@ def publish_report(tick: Tick, state: State, ev: Evidence, now: Instant, cluster
     report = build_report(inspection, node_uid=cluster.node_uid, state=state, observed_at=now.wall)
     digest = sha256_hex(report_content_digest_input(report))
     last_at = _parse(state.last_report_at)
-    if not should_write(
+    if save and not should_write(
         state.last_report_digest or None,
         last_at,
         digest,
@@ -129,6 +130,8 @@ def publish_report(tick: Tick, state: State, ev: Evidence, now: Instant, cluster
         return state
     value = encode_report(report, tick.d.limits.report_max_chars)
     kube.patch_node_annotation(tick.d.node_name, cluster.node_uid, REPORT_ANNOTATION, value)
+    if not save:
+        return state
     return tick.save(
         replace(state, last_report_digest=digest, last_report_at=rfc3339(now.wall)),
         "report-published",

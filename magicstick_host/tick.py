@@ -14,33 +14,35 @@ from typing import Any
 
 from magicstick_host.domain import operation as ops
 from magicstick_host.domain.canonical import sha256_hex
-from magicstick_host.domain.decisions import ClassifiedStep, Decision, RunStep, SetPhase, Wait
+from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.gpu_memory import gpu_memory_capability
 from magicstick_host.domain.inspection import build_inspection, rfc3339
-from magicstick_host.domain.intake import Accepted, HostFacts, Ignored, Rejected, review_request
+from magicstick_host.domain.intake import (
+    Accepted,
+    HostFacts,
+    Ignored,
+    Rejected,
+    request_digest,
+    review_request,
+)
 from magicstick_host.domain.limits import DEFAULT_LIMITS, Limits
-from magicstick_host.domain.power import decide_power
+from magicstick_host.domain.operations import OPERATIONS
+from magicstick_host.domain.prepare import MODULE_NAME
 from magicstick_host.domain.profiles import Profile
 from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State
-from magicstick_host.effects import perform
+from magicstick_host.effects import EffectPorts, perform
 from magicstick_host.errors import ExitCode, KubeError
 from magicstick_host.ports.clock import Clock, Instant
+from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.kube import KubePort, hostoperation_name
 from magicstick_host.ports.lock import MaintenanceLock
 from magicstick_host.ports.runner import CommandRunner
 from magicstick_host.ports.state_store import StateStore
-from magicstick_host.publish import publish_all
+from magicstick_host.publish import publish_all, publish_report
 
 NAMESPACE = "ai-system"
 CrashHook = Callable[[str], None]
-Decider = Callable[[Operation, Evidence, float, Limits], Decision]
-
-# the operations this worker version can run, and their reboot budgets
-DECIDERS: dict[str, tuple[Decider, int]] = {
-    "reboot": (decide_power, 1),
-    "poweroff": (decide_power, 1),
-}
 
 
 def no_crash(point: str) -> None:
@@ -58,6 +60,7 @@ class TickDeps:
     lock_path: Path
     profiles: tuple[Profile, ...]
     node_name: str
+    playbooks_dir: Path = Path("playbooks")
     limits: Limits = DEFAULT_LIMITS
     crash: CrashHook = no_crash
 
@@ -74,6 +77,7 @@ class Cluster:
 
     node: dict[str, Any] | None = None
     request: dict[str, Any] | None = None
+    module_activation: dict[str, Any] | None = None
     error: str = ""
 
     @property
@@ -91,6 +95,7 @@ class Tick:
     def __init__(self, deps: TickDeps) -> None:
         self.d = deps
         self.notes: list[str] = []
+        self.inspection: dict[str, Any] = {}
 
     def run(self) -> TickResult:
         ev = self.d.gather()
@@ -98,14 +103,30 @@ class Tick:
             return TickResult(ExitCode.WAITING, "waiting for cloud-init's base installation")
         state = self.d.store.load() or State()
         now = self.d.clock.now()
-        cluster = self.read_cluster()
+        self.inspection = build_inspection(
+            ev, self.d.profiles, self.d.limits, observed_at=now.wall, root=self.d.root
+        )
+        cluster = self.read_cluster(state)
         state = self.supervise(state, ev, now, cluster)
         state = self.intake(state, ev, now, cluster)
-        state = self.advance(state, ev, now)
+        state = self.advance(state, ev, now, cluster)
         state = publish_all(self, state, ev, now, cluster)
         op = state.operation
         where = f"{op.action} {op.phase}" if op else "idle"
         return TickResult(ExitCode.OK, "; ".join([where, *self.notes]))
+
+    def situation(self, ev: Evidence, now: Instant, cluster: Cluster) -> Situation:
+        return Situation(
+            ev=ev,
+            wall=now.wall,
+            boottime=now.boottime,
+            limits=self.d.limits,
+            node=cluster.node,
+            module_activation=cluster.module_activation,
+            cluster_ok=not cluster.error and cluster.node is not None,
+            plan=self.inspection["plan"],
+            gpu_memory=self.inspection["gpuMemory"],
+        )
 
     # -- persistence: every change is saved before anything depends on it ---------------------
 
@@ -116,30 +137,27 @@ class Tick:
         self.d.crash(f"before-save:{event}")
         self.d.store.save(state)
         if journal:
-            self._journal(state, event, ev, now)
+            op = state.operation
+            self.d.store.append_journal(
+                {
+                    "at": rfc3339(now.wall),
+                    "bootId": ev.boot_id,
+                    "event": event,
+                    "requestId": op.request_id if op else "",
+                    "action": op.action if op else "",
+                    "phase": op.phase if op else "",
+                    "message": op.message if op else "",
+                    "evidenceDigest": sha256_hex(
+                        {"boot": ev.boot_id, "kernel": ev.kernel.release, "pci": ev.pci.display_ids}
+                    ),
+                }
+            )
         self.d.crash(f"after-save:{event}")
         return state
 
-    def _journal(self, state: State, event: str, ev: Evidence, now: Instant) -> None:
-        op = state.operation
-        self.d.store.append_journal(
-            {
-                "at": rfc3339(now.wall),
-                "bootId": ev.boot_id,
-                "event": event,
-                "requestId": op.request_id if op else "",
-                "action": op.action if op else "",
-                "phase": op.phase if op else "",
-                "message": op.message if op else "",
-                "evidenceDigest": sha256_hex(
-                    {"boot": ev.boot_id, "kernel": ev.kernel.release, "pci": ev.pci.display_ids}
-                ),
-            }
-        )
-
     # -- Kubernetes reads ---------------------------------------------------------------------
 
-    def read_cluster(self) -> Cluster:
+    def read_cluster(self, state: State) -> Cluster:
         kube = self.d.kube
         if kube is None:
             return Cluster(error="no Kubernetes client")
@@ -147,10 +165,16 @@ class Tick:
             node = kube.read_node(self.d.node_name)
             uid = str(node.get("metadata", {}).get("uid", ""))
             request = kube.get_hostoperation(NAMESPACE, hostoperation_name(uid))
+            actions = {(request or {}).get("spec", {}).get("action")}
+            if state.operation is not None and not state.operation.terminal:
+                actions.add(state.operation.action)
+            module = None
+            if any(OPERATIONS[a].reads_module_activation for a in actions if a in OPERATIONS):
+                module = kube.get_module_activation(NAMESPACE, MODULE_NAME)
         except KubeError as exc:
             self.notes.append(f"kubernetes: {exc}")
             return Cluster(error=str(exc))
-        return Cluster(node=node, request=request)
+        return Cluster(node=node, request=request, module_activation=module)
 
     # -- 1. supervise the active operation's request ------------------------------------------
 
@@ -170,8 +194,6 @@ class Tick:
             return self.save(
                 replace(state, operation=stopped, block=block), "execution-state-removed", ev, now
             )
-        from magicstick_host.domain.intake import request_digest
-
         if request_digest(uid, request.get("spec") or {}) != op.request_digest:
             message = "The request changed after it was accepted; the operation was stopped."
             stopped = self.change(op, SetPhase("Interrupted", message), ev, now)
@@ -187,31 +209,20 @@ class Tick:
         uid = str(request.get("metadata", {}).get("uid", ""))
         if state.operation is not None and state.operation.request_uid == uid:
             return state
-        inspection = build_inspection(
-            ev, self.d.profiles, self.d.limits, observed_at=now.wall, root=self.d.root
-        )
         facts = HostFacts(
             node_name=self.d.node_name,
             node_uid=cluster.node_uid,
             boot_id=ev.boot_id,
             now=now.wall,
-            plan=inspection["plan"],
-            gpu_memory=inspection["gpuMemory"],
+            plan=self.inspection["plan"],
+            gpu_memory=self.inspection["gpuMemory"],
             shutdown_scheduled=ev.services.shutdown_scheduled is not None,
             memory_capability=gpu_memory_capability(ev, self.d.limits),
         )
         review = review_request(request, state, facts, self.d.limits)
-        if isinstance(review, Accepted) and review.action not in DECIDERS:
-            review = Rejected(
-                review.uid,
-                review.request_id,
-                review.action,
-                f"The action {review.action} is not supported by this version of "
-                "the host worker; no action was executed.",
-            )
-        name = str(request["metadata"].get("name", ""))
         if isinstance(review, Ignored):
             return state
+        name = str(request["metadata"].get("name", ""))
         if isinstance(review, Rejected):
             status = {
                 "phase": "Rejected",
@@ -228,8 +239,8 @@ class Tick:
             return self.save(
                 state.remember(entry, self.d.limits.processed_request_ids_kept), "rejected", ev, now
             )
-        assert ev.boot_id is not None
-        _, budget = DECIDERS[review.action]
+        assert isinstance(review, Accepted) and ev.boot_id is not None
+        kind = OPERATIONS[review.action]
         op = ops.start_operation(
             review,
             namespace=NAMESPACE,
@@ -237,8 +248,8 @@ class Tick:
             boot_id=ev.boot_id,
             wall=now.wall,
             boottime=now.boottime,
-            reboot_budget=budget,
-            data={},
+            reboot_budget=kind.reboot_budget,
+            data=kind.initial_data(review, self.situation(ev, now, cluster)),
         )
         entry = ProcessedRequest(review.uid, review.request_id, "Accepted")
         accepted = replace(
@@ -248,19 +259,16 @@ class Tick:
 
     # -- 3. advance the current operation by at most one step ---------------------------------
 
-    def advance(self, state: State, ev: Evidence, now: Instant) -> State:
+    def advance(self, state: State, ev: Evidence, now: Instant, cluster: Cluster) -> State:
         op = state.operation
         if op is None or op.terminal or state.block is not None:
             return state
-        decider, _ = DECIDERS[op.action]
-        decision = decider(op, ev, now.boottime, self.d.limits)
+        decision = OPERATIONS[op.action].decide(op, self.situation(ev, now, cluster))
         if isinstance(decision, Wait):
             waited = ops.touch_message(op, decision.message, wall=now.wall)
-            return (
-                state
-                if waited is op
-                else self.save(replace(state, operation=waited), "waiting", ev, now)
-            )
+            if waited is op:
+                return state
+            return self.save(replace(state, operation=waited), "waiting", ev, now, journal=False)
         if isinstance(decision, ClassifiedStep):
             assert ev.boot_id is not None
             done = ops.apply_classification(
@@ -270,10 +278,16 @@ class Tick:
         if isinstance(decision, SetPhase):
             changed = self.change(op, decision, ev, now)
             return self.save(self.record_end(state, changed), "phase", ev, now)
-        return self.run_step(state, op, decision, ev, now)
+        return self.run_step(state, op, decision, ev, now, cluster)
 
     def run_step(
-        self, state: State, op: Operation, run: RunStep, ev: Evidence, now: Instant
+        self,
+        state: State,
+        op: Operation,
+        run: RunStep,
+        ev: Evidence,
+        now: Instant,
+        cluster: Cluster,
     ) -> State:
         assert ev.boot_id is not None
         if run.uses_reboot and op.reboots_used >= op.reboot_budget:
@@ -287,7 +301,9 @@ class Tick:
         intent = ops.begin_step(op, run, boot_id=ev.boot_id, wall=now.wall, boottime=now.boottime)
         state = self.save(replace(state, operation=intent), f"intent:{run.step}", ev, now)
         self.d.crash(f"before-effect:{run.step}")
-        ok, detail = perform(run.step, run.inputs, self.d.runner)
+        ok, detail = perform(
+            run.step, run.inputs, self.effect_ports(state, ev, cluster), op.request_uid
+        )
         self.d.crash(f"after-effect:{run.step}")
         after = self.d.clock.now()
         done = ops.finish_step(
@@ -300,6 +316,28 @@ class Tick:
             boottime=after.boottime,
         )
         return self.save(self.record_end(state, done), f"outcome:{run.step}", ev, after)
+
+    def effect_ports(self, state: State, ev: Evidence, cluster: Cluster) -> EffectPorts:
+        store = self.d.store
+        work_dir = Path(getattr(store, "directory", "."))
+
+        def heartbeat() -> None:
+            # a long step must not let the report go stale; best effort, nothing saved
+            try:
+                publish_report(self, state, ev, self.d.clock.now(), cluster, save=False)
+            except KubeError as exc:
+                self.notes.append(f"heartbeat report failed: {exc}")
+
+        return EffectPorts(
+            runner=self.d.runner,
+            kube=self.d.kube,
+            hostfs=RootedHostFS(self.d.root),
+            playbooks_dir=self.d.playbooks_dir,
+            work_dir=work_dir,
+            log_path=store.op_log_path,
+            playbook_timeout_s=self.d.limits.playbook_timeout_s,
+            heartbeat=heartbeat,
+        )
 
     # -- helpers ------------------------------------------------------------------------------
 

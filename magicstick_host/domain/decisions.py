@@ -3,7 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+
+from magicstick_host.domain.evidence import Evidence
+from magicstick_host.domain.limits import Limits
+
+
+@dataclass(frozen=True)
+class Situation:
+    """Everything a stage decision may look at, observed on this tick."""
+
+    ev: Evidence
+    wall: datetime
+    boottime: float
+    limits: Limits
+    # the own Node and the ModuleActivation, or None; `cluster_ok` is False when Kubernetes
+    # could not be asked this tick (then nothing that needs it may proceed)
+    node: dict[str, Any] | None = None
+    module_activation: dict[str, Any] | None = None
+    cluster_ok: bool = False
+    plan: dict[str, Any] = field(default_factory=dict)
+    gpu_memory: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -15,6 +36,7 @@ class RunStep:
     phase_on_done: str
     message_on_done: str
     message_on_failure: str  # the effect's own error is appended
+    phase_on_failure: str = "Failed"
     # recorded before the effect: a reboot that may happen counts against the budget
     uses_reboot: bool = False
     data_on_done: dict[str, Any] = field(default_factory=dict)

@@ -110,7 +110,7 @@ def finish_step(
     if ok:
         change = SetPhase(run.phase_on_done, run.message_on_done, data=run.data_on_done)
     else:
-        change = SetPhase("Failed", f"{run.message_on_failure} {detail}".strip())
+        change = SetPhase(run.phase_on_failure, f"{run.message_on_failure} {detail}".strip())
     return set_phase(closed, change, boot_id=boot_id, wall=wall, boottime=boottime)
 
 

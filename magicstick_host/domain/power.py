@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from magicstick_host.domain.decisions import ClassifiedStep, Decision, RunStep, SetPhase, Wait
+from magicstick_host.domain.decisions import (
+    ClassifiedStep,
+    Decision,
+    RunStep,
+    SetPhase,
+    Situation,
+    Wait,
+)
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.state import Operation
@@ -15,9 +22,13 @@ POWEROFF_TEXT = "magicstick-host: power-off requested from the appliance dashboa
 _SCHEDULED_PHASE = {"reboot": "RebootScheduled", "poweroff": "PoweroffScheduled"}
 
 
-def shutdown_step(action: str, limits: Limits) -> RunStep:
-    """The one shutdown of a power operation: orderly, in about a minute, never a reset."""
-    mode = "reboot" if action == "reboot" else "poweroff"
+def scheduled_phase(action: str) -> str:
+    return _SCHEDULED_PHASE["poweroff" if action == "poweroff" else "reboot"]
+
+
+def shutdown_step(action: str, limits: Limits, why: str = "") -> RunStep:
+    """An orderly shutdown in about a minute, never a reset. GPU operations restart ("reboot")."""
+    mode = "poweroff" if action == "poweroff" else "reboot"
     what = "restart" if mode == "reboot" else "shut down"
     return RunStep(
         step=SCHEDULE_SHUTDOWN,
@@ -26,9 +37,9 @@ def shutdown_step(action: str, limits: Limits) -> RunStep:
             "delayMinutes": limits.shutdown_delay_min,
             "text": SHUTDOWN_TEXT if mode == "reboot" else POWEROFF_TEXT,
         },
-        phase_on_done=_SCHEDULED_PHASE[action],
+        phase_on_done=_SCHEDULED_PHASE[mode],
         message_on_done=(
-            f"The computer will {what} in about {limits.shutdown_delay_min} minute(s) "
+            f"{why}The computer will {what} in about {limits.shutdown_delay_min} minute(s) "
             "(an orderly shutdown). Save your work."
         ),
         message_on_failure="The shutdown could not be scheduled; nothing was retried.",
@@ -36,7 +47,8 @@ def shutdown_step(action: str, limits: Limits) -> RunStep:
     )
 
 
-def decide_power(op: Operation, ev: Evidence, boottime: float, limits: Limits) -> Decision:
+def decide_power(op: Operation, now: Situation) -> Decision:
+    ev, boottime, limits = now.ev, now.boottime, now.limits
     if ev.boot_id is None:
         return Wait("Waiting: this host's boot ID cannot be read right now.")
     open_step = op.open_step
@@ -55,26 +67,36 @@ def decide_power(op: Operation, ev: Evidence, boottime: float, limits: Limits) -
     return Wait(f"Waiting in phase {op.phase}.")
 
 
-def after_shutdown_scheduled(
-    op: Operation, ev: Evidence, boottime: float, limits: Limits
-) -> Decision:
+def waiting_for_new_boot(
+    op: Operation, ev: Evidence, boottime: float, limits: Limits, pending: str = ""
+) -> Decision | None:
+    """In a *Scheduled phase: None once a new boot is observed, else Wait or Failed."""
     if ev.boot_id != op.phase_boot_id:
-        if op.action == "poweroff":
-            return SetPhase(
-                "Succeeded",
-                "The computer was shut down and has started again. The worker saw it come back; "
-                "it cannot prove the physical power-off.",
-            )
-        return SetPhase("Succeeded", "The computer restarted (a new boot was observed).")
+        return None
     waited = boottime - op.phase_since_boottime
     if waited > limits.reboot_observe_deadline_s:
         return SetPhase(
             "Failed",
             f"No new boot was observed {int(limits.reboot_observe_deadline_s)} s after the "
             "shutdown was scheduled; nothing was repeated. Check the console; a shutdown may "
-            "have been cancelled.",
+            f"have been cancelled.{pending}",
         )
     return Wait(op.message)
+
+
+def after_shutdown_scheduled(
+    op: Operation, ev: Evidence, boottime: float, limits: Limits
+) -> Decision:
+    still = waiting_for_new_boot(op, ev, boottime, limits)
+    if still is not None:
+        return still
+    if op.action == "poweroff":
+        return SetPhase(
+            "Succeeded",
+            "The computer was shut down and has started again. The worker saw it come back; "
+            "it cannot prove the physical power-off.",
+        )
+    return SetPhase("Succeeded", "The computer restarted (a new boot was observed).")
 
 
 def classify_shutdown(op: Operation, ev: Evidence) -> ClassifiedStep:
@@ -83,7 +105,7 @@ def classify_shutdown(op: Operation, ev: Evidence) -> ClassifiedStep:
     assert step is not None
     scheduled = ev.services.shutdown_scheduled
     wanted = step.inputs.get("mode")
-    phase = _SCHEDULED_PHASE[op.action]
+    phase = scheduled_phase(op.action)
     if ev.boot_id is not None and ev.boot_id != step.boot_id:
         return ClassifiedStep(
             "classified-done",

@@ -167,6 +167,24 @@ class RootedHostFS:
         except UnicodeDecodeError:
             raise HostReadError(path, "not valid UTF-8") from None
 
+    def write_value(self, path: str, text: str) -> None:
+        """Write one value to an existing file (a sysfs attribute), as `echo v > path` does.
+
+        The single write the worker makes to the host tree directly; it never creates files.
+        Raises HostReadError (the port's one error type) with the reason.
+        """
+        real = self._resolve(path)
+        try:
+            fd = os.open(real, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise HostReadError(path, _reason(exc)) from None
+        try:
+            os.write(fd, text.encode("utf-8"))
+        except OSError as exc:
+            raise HostReadError(path, _reason(exc)) from None
+        finally:
+            os.close(fd)
+
     def _probe(self, path: str) -> os.stat_result | None:
         try:
             real = self._resolve(path)

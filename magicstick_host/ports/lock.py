@@ -18,7 +18,7 @@ import os
 import stat
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 from filelock import Timeout, UnixFileLock
 
@@ -38,7 +38,7 @@ class Lock(Protocol):
 
 # Ubuntu 24.04 ships filelock 3.13, which neither falls back to soft locks nor deletes the lock
 # file, and has no switches for either; newer releases need them turned off explicitly.
-_NEWER_FILELOCK_OPTIONS: dict[str, bool] = {
+_NEWER_FILELOCK_OPTIONS: dict[str, Any] = {
     name: value
     for name, value in (
         ("thread_local", False),

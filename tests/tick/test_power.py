@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase, Wait
+from datetime import UTC, datetime
+
+from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence, ScheduledShutdown, ServicesInfo
 from magicstick_host.domain.limits import DEFAULT_LIMITS
 from magicstick_host.domain.power import SCHEDULE_SHUTDOWN, decide_power
@@ -40,12 +42,17 @@ def evidence(boot: str | None = BOOT, scheduled: str | None = None) -> Evidence:
     return Evidence(boot_id=boot, services=ServicesInfo(shutdown_scheduled=sched))
 
 
+def at(ev: Evidence, boottime: float) -> Situation:
+    return Situation(ev=ev, wall=datetime(2026, 11, 30, tzinfo=UTC), boottime=boottime,
+                     limits=DEFAULT_LIMITS)
+
+
 def intent(mode: str = "reboot") -> Step:
     return Step(SCHEDULE_SHUTDOWN, {"mode": mode}, BOOT, "2026-11-30T12:00:01Z", 101.0)
 
 
 def test_accepted_reboot_schedules_an_orderly_shutdown_counted_against_the_budget() -> None:
-    decision = decide_power(operation(), evidence(), 101.0, DEFAULT_LIMITS)
+    decision = decide_power(operation(), at(evidence(), 101.0))
     assert isinstance(decision, RunStep)
     assert decision.inputs["mode"] == "reboot" and decision.inputs["delayMinutes"] == 1
     assert decision.uses_reboot and decision.phase_on_done == "RebootScheduled"
@@ -53,65 +60,65 @@ def test_accepted_reboot_schedules_an_orderly_shutdown_counted_against_the_budge
 
 
 def test_accepted_poweroff_schedules_a_poweroff() -> None:
-    decision = decide_power(operation("poweroff"), evidence(), 101.0, DEFAULT_LIMITS)
+    decision = decide_power(operation("poweroff"), at(evidence(), 101.0))
     assert isinstance(decision, RunStep)
     assert decision.inputs["mode"] == "poweroff"
     assert decision.phase_on_done == "PoweroffScheduled"
 
 
 def test_someone_elses_shutdown_is_never_replaced() -> None:
-    decision = decide_power(operation(), evidence(scheduled="reboot"), 101.0, DEFAULT_LIMITS)
+    decision = decide_power(operation(), at(evidence(scheduled="reboot"), 101.0))
     assert isinstance(decision, SetPhase) and decision.phase == "Failed"
 
 
 def test_same_boot_keeps_waiting_until_the_deadline_then_fails_without_repeating() -> None:
     op = operation(phase="RebootScheduled")
-    assert isinstance(decide_power(op, evidence(), 100.0 + 600, DEFAULT_LIMITS), Wait)
-    late = decide_power(op, evidence(), 100.0 + 601, DEFAULT_LIMITS)
+    assert isinstance(decide_power(op, at(evidence(), 100.0 + 600)), Wait)
+    late = decide_power(op, at(evidence(), 100.0 + 601))
     assert isinstance(late, SetPhase) and late.phase == "Failed"
     assert "nothing was repeated" in late.message
 
 
 def test_a_new_boot_is_success() -> None:
     decision = decide_power(
-        operation(phase="RebootScheduled"), evidence(NEW_BOOT), 5.0, DEFAULT_LIMITS
+        operation(phase="RebootScheduled"), at(evidence(NEW_BOOT), 5.0)
     )
     assert isinstance(decision, SetPhase) and decision.phase == "Succeeded"
 
 
 def test_poweroff_success_says_it_cannot_prove_the_power_off() -> None:
     decision = decide_power(
-        operation("poweroff", phase="PoweroffScheduled"), evidence(NEW_BOOT), 5.0, DEFAULT_LIMITS
+        operation("poweroff", phase="PoweroffScheduled"), at(evidence(NEW_BOOT), 5.0)
     )
     assert isinstance(decision, SetPhase) and decision.phase == "Succeeded"
     assert "cannot prove the physical power-off" in decision.message
 
 
 def test_unknown_boot_id_waits_never_acts() -> None:
-    assert isinstance(decide_power(operation(), evidence(None), 1.0, DEFAULT_LIMITS), Wait)
+    assert isinstance(decide_power(operation(), at(evidence(None), 1.0)), Wait)
 
 
 def test_an_unfinished_intent_with_the_schedule_present_is_classified_done() -> None:
     op = operation(steps=(intent(),))
-    decision = decide_power(op, evidence(scheduled="reboot"), 102.0, DEFAULT_LIMITS)
+    decision = decide_power(op, at(evidence(scheduled="reboot"), 102.0))
     assert isinstance(decision, ClassifiedStep)
     assert decision.outcome == "classified-done" and decision.then.phase == "RebootScheduled"
 
 
 def test_an_unfinished_intent_followed_by_a_new_boot_is_classified_done() -> None:
     op = operation(steps=(intent(),))
-    decision = decide_power(op, evidence(NEW_BOOT), 3.0, DEFAULT_LIMITS)
+    decision = decide_power(op, at(evidence(NEW_BOOT), 3.0))
     assert isinstance(decision, ClassifiedStep) and decision.outcome == "classified-done"
 
 
 def test_an_unfinished_intent_without_any_trace_is_interrupted_never_replayed() -> None:
     op = operation(steps=(intent(),))
-    decision = decide_power(op, evidence(), 102.0, DEFAULT_LIMITS)
+    decision = decide_power(op, at(evidence(), 102.0))
     assert isinstance(decision, ClassifiedStep) and decision.outcome == "unknown"
     assert decision.then.phase == "Interrupted"
 
 
 def test_a_schedule_of_the_other_mode_does_not_count_as_ours() -> None:
     op = operation(steps=(intent("reboot"),))
-    decision = decide_power(op, evidence(scheduled="poweroff"), 102.0, DEFAULT_LIMITS)
+    decision = decide_power(op, at(evidence(scheduled="poweroff"), 102.0))
     assert isinstance(decision, ClassifiedStep) and decision.then.phase == "Interrupted"

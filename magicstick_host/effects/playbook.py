@@ -1,0 +1,101 @@
+"""Run one of the shipped playbooks with a vars file, a bounded timeout and a 0600 log.
+
+The run can take minutes, so it happens on a worker thread while this thread keeps the Node
+report fresh (the dashboard marks a host unavailable after 180 s without a report).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from magicstick_host.ports.runner import CommandResult
+
+if TYPE_CHECKING:
+    from magicstick_host.effects import EffectPorts
+
+HEARTBEAT_S = 30.0
+_TASK = re.compile(r"^TASK \[(?P<name>.*)\]")
+_FAILED = re.compile(r"^(fatal|failed): \[")
+
+
+def failed_task(log_text: str) -> str | None:
+    """The name of the last task that failed, from ansible's default output."""
+    current, failed = None, None
+    for line in log_text.splitlines():
+        match = _TASK.match(line)
+        if match:
+            current = match.group("name")
+        elif _FAILED.match(line):
+            failed = current
+    return failed
+
+
+def write_vars(work_dir: Path, name: str, variables: dict[str, Any]) -> Path:
+    directory = work_dir / "vars"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    path = directory / name
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        json.dump(variables, out, sort_keys=True)
+        out.flush()
+        os.fsync(out.fileno())
+    return path
+
+
+def run_playbook(
+    ports: EffectPorts, playbook: str, request_uid: str, variables: dict[str, Any]
+) -> tuple[bool, str]:
+    vars_path = write_vars(ports.work_dir, f"{request_uid}-{playbook}.json", variables)
+    log_path = ports.log_path(request_uid)
+    argv = [
+        "ansible-playbook",
+        "-i",
+        "localhost,",
+        "-c",
+        "local",
+        str(ports.playbooks_dir / playbook),
+        "-e",
+        f"@{vars_path}",
+    ]
+    env = {
+        **os.environ,
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_RETRY_FILES_ENABLED": "0",
+        "ANSIBLE_FORCE_COLOR": "0",
+    }
+    outcome: list[CommandResult] = []
+    crash: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            outcome.append(
+                ports.runner.run(
+                    argv, timeout=ports.playbook_timeout_s, env=env, stdout_path=str(log_path)
+                )
+            )
+        except BaseException as exc:  # re-raised on the calling thread, never swallowed
+            crash.append(exc)
+
+    thread = threading.Thread(target=work, name=f"playbook-{playbook}", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(HEARTBEAT_S)
+        if thread.is_alive():
+            ports.heartbeat()
+    if crash:
+        raise crash[0]
+    result = outcome[0]
+    if result.ok:
+        return True, f"{playbook} succeeded (log {log_path})"
+    try:
+        text = log_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = result.stdout + result.stderr
+    task = failed_task(text)
+    what = f"the task '{task}' failed" if task else f"{playbook} exited {result.returncode}"
+    return False, f"{what}; see {log_path}"
