@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= $(CURDIR)/.demo
 
-.PHONY: help install test check lint typecheck demo apiserver apiserver-build bench clean
+.PHONY: help install test test-archive check lint typecheck demo apiserver apiserver-build bench clean
 
 help:
 	@echo "make demo       set up, then run the demo against a simulated Strix Halo host"
@@ -25,6 +25,18 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(BIN)/python tests/kubeserver/build.py
 	$(BIN)/pytest -q
+	$(MAKE) --no-print-directory test-archive
+
+# the same worker on the oldest library versions it supports: Ubuntu 24.04's archive
+ARCHIVE_VENV := .venv-archive
+$(ARCHIVE_VENV)/.installed: constraints/ubuntu-24.04.txt
+	$(PYTHON) -m venv $(ARCHIVE_VENV)
+	$(ARCHIVE_VENV)/bin/pip install --quiet -r constraints/ubuntu-24.04.txt pytest pyfakefs hypothesis
+	@touch $@
+
+test-archive: $(ARCHIVE_VENV)/.installed
+	PYTHONPATH=$(CURDIR) $(ARCHIVE_VENV)/bin/python -m pytest -q -p no:cacheprovider \
+		tests/contract tests/tick tests/ports tests/inspect/test_scenarios.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check magicstick_host tests
@@ -48,4 +60,4 @@ bench: $(STAMP)
 	$(BIN)/python -m tests.bench
 
 clean:
-	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(ARCHIVE_VENV) .demo .pytest_cache .mypy_cache .ruff_cache

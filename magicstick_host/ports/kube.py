@@ -152,7 +152,9 @@ class RealKube:
             raw = response.read() if hasattr(response, "read") else response.data
             status = int(response.status)
         except ApiException as exc:
-            raise error_for(int(exc.status or 0), what, str(exc.body or exc.reason)) from exc
+            # the older client raises for every non-2xx answer; the newer one returns it
+            raw = exc.body if isinstance(exc.body, bytes) else str(exc.body or exc.reason).encode()
+            status = int(exc.status or 0)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise KubeTemporaryError(f"{what}: {type(exc).__name__}: {exc}") from exc
         text = raw.decode("utf-8", errors="replace") if raw else ""
