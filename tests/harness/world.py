@@ -30,6 +30,7 @@ from magicstick_host.sim.writer import create_host, load_host
 from magicstick_host.tick import CrashHook, TickDeps, TickResult, no_crash, run_tick
 
 NAMESPACE = "ai-system"
+PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
 GROUP, VERSION, PLURAL = "appliance.magicstick.dev", "v1alpha1", "hostoperations"
 
 
@@ -106,6 +107,7 @@ class World:
             lock_path=self.state_dir / "maintenance.lock",
             profiles=self.profiles,
             node_name=self.node_name,
+            playbooks_dir=PLAYBOOKS,
             crash=crash,
         )
 
@@ -124,10 +126,20 @@ class World:
         """The pending restart happens; the kubelet reports the new boot on the Node."""
         new_boot = boot_host(self.root)
         self.clock.reboot()
+        # a restarted kubelet reports afresh: no device plugin has registered its GPUs yet
         self.kube.set_node_info(
-            self.node_name, boot_id=new_boot, kernel=load_host(self.root).kernel.release
+            self.node_name, boot_id=new_boot, kernel=load_host(self.root).kernel.release,
+            allocatable={},
         )
         return new_boot
+
+    def device_plugin(self, gpus: int = 1) -> None:
+        """Act as the ROCm device plugin: the Node gets an allocatable amd.com/gpu."""
+        self.kube.set_node_info(self.node_name, allocatable={"amd.com/gpu": str(gpus)})
+
+    def playbooks(self, name: str | None = None) -> list[dict[str, Any]]:
+        runs = self.effects("playbook")
+        return [r for r in runs if name is None or r.get("playbook") == name]
 
     def effects(self, kind: str | None = None) -> list[dict[str, Any]]:
         return [e for e in read_effects(self.root) if kind is None or e["effect"] == kind]
@@ -169,6 +181,35 @@ class World:
             GROUP, VERSION, NAMESPACE, PLURAL, body
         )
         return created
+
+    def published(self) -> dict[str, Any]:
+        """The report the dashboard reads: ticks once first if nothing is published yet."""
+        report = self.report()
+        if report is None:
+            self.tick()
+            report = self.report()
+        assert report is not None, "no report published"
+        return report
+
+    def phase(self) -> str:
+        obj = self.hostop()
+        return str(((obj or {}).get("status") or {}).get("phase", ""))
+
+    def drive(self, crash: CrashHook = no_crash, max_ticks: int = 30) -> str:
+        """Tick until the operation ends, restarting the host when a shutdown is due and
+        acting as the device plugin once registration waits for it."""
+        for _ in range(max_ticks):
+            self.tick(crash)
+            if load_host(self.root).shutdown is not None:
+                self.boot()
+            op = self.state().operation
+            if op is not None and op.phase in ("Registering", "Validating"):
+                self.device_plugin()
+            obj = self.hostop()
+            status = (obj or {}).get("status") or {}
+            if op is not None and op.terminal and status.get("phase") == op.phase:
+                return op.phase
+        raise AssertionError(f"the operation did not end in {max_ticks} ticks: {op}")
 
     def hostop(self) -> dict[str, Any] | None:
         return self.worker.get_hostoperation(NAMESPACE, self.request_name)
