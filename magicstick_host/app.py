@@ -54,6 +54,19 @@ def query_runner(root: str) -> CommandRunner:
     return NoCommandsRunner()
 
 
+INSTALLED_PLAYBOOKS_DIR = Path("/usr/local/lib/magicstick/host-management/playbooks")
+
+
+def default_playbooks_dir() -> Path:
+    """$MAGICSTICK_HOST_PLAYBOOKS, else the checkout's playbooks/, else the installed ones
+    (which sit next to the installed profiles that prepare.yml checks a plan against)."""
+    override = os.environ.get("MAGICSTICK_HOST_PLAYBOOKS")
+    if override:
+        return Path(override)
+    beside_package = Path(__file__).resolve().parent.parent / "playbooks"
+    return beside_package if beside_package.is_dir() else INSTALLED_PLAYBOOKS_DIR
+
+
 def profiles_from(profiles_dir: str | None) -> tuple[Profile, ...]:
     return load_profiles(Path(profiles_dir) if profiles_dir else default_profiles_dir())
 
@@ -143,6 +156,7 @@ def build_tick_deps(
         lock_path=Path(state_dir) / "maintenance.lock",
         profiles=profiles,
         node_name=name,
+        playbooks_dir=default_playbooks_dir(),
     )
 
 

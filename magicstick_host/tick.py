@@ -60,7 +60,7 @@ class TickDeps:
     lock_path: Path
     profiles: tuple[Profile, ...]
     node_name: str
-    playbooks_dir: Path = Path("playbooks")
+    playbooks_dir: Path = Path("/usr/local/lib/magicstick/host-management/playbooks")
     limits: Limits = DEFAULT_LIMITS
     crash: CrashHook = no_crash
 

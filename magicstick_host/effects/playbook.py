@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from magicstick_host.effects import EffectPorts
 
 HEARTBEAT_S = 30.0
-_TASK = re.compile(r"^TASK \[(?P<name>.*)\]")
+# "TASK [prepare : Install the approved kernel packages] ****": the role prefix is dropped
+_TASK = re.compile(r"^TASK \[(?:[\w.-]+ : )?(?P<name>.*)\]")
 _FAILED = re.compile(r"^(fatal|failed): \[")
 
 

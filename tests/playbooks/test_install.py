@@ -40,6 +40,9 @@ STATE = "var/lib/magicstick/host-management"
 UNITS = "etc/systemd/system"
 K3S_MANIFESTS = "var/lib/rancher/k3s/server/manifests"
 TREES = ("magicstick_host", "profiles")
+# Of playbooks/, what the worker runs (relative to playbooks/): install.yml, its role, the
+# manifests and anything else stay out.
+WORKER_PLAYBOOKS = ("prepare.yml", "memory.yml", "roles", "roles/prepare", "roles/memory")
 
 
 def install_vars(root: Path, src: Path) -> dict[str, object]:
@@ -57,14 +60,30 @@ def tree(base: Path) -> dict[str, Path]:
 
 
 def source_entries(src: Path) -> dict[str, Path]:
-    """What install.yml must install from a checkout: the trees without byte-code."""
+    """What install.yml must install from a checkout: the trees without byte-code, and the
+    worker's playbooks with their roles."""
     found: dict[str, Path] = {}
     for name in TREES:
         found[name] = src / name
         for rel, path in tree(src / name).items():
             if "__pycache__" not in Path(rel).parts and path.suffix not in (".pyc", ".pyo"):
                 found[f"{name}/{rel}"] = path
+    found["playbooks"] = src / "playbooks"
+    for rel, path in tree(src / "playbooks").items():
+        if rel in WORKER_PLAYBOOKS or rel.startswith(("roles/prepare/", "roles/memory/")):
+            found[f"playbooks/{rel}"] = path
     return found
+
+
+def add_playbooks(src: Path) -> Path:
+    """The whole playbooks/ tree of this repository into a checkout snapshot."""
+    shutil.copytree(
+        REPO / "playbooks",
+        src / "playbooks",
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    return src
 
 
 def mode_and_owner(path: Path) -> tuple[str, int, int]:
@@ -98,7 +117,7 @@ class Installed:
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     base = tmp_path_factory.mktemp("install")
-    src = snapshot_checkout(base / "checkout")
+    src = add_playbooks(snapshot_checkout(base / "checkout"))
     # a manifest with a known name, and byte-code left in the checkout (must not be installed)
     (src / "playbooks/files/manifests/zz-test-crd.yaml").write_text("kind: Test\n")
     (src / "magicstick_host/__pycache__").mkdir(exist_ok=True)
@@ -107,7 +126,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     root = make_host_root(base / "root")
     (root / K3S_MANIFESTS).mkdir(parents=True)  # a K3s server node
     # left over from an older version: must be removed
-    for rel in ("profiles/retired-profile.yaml", "magicstick_host/__pycache__/x.cpython-312.pyc"):
+    for rel in (
+        "profiles/retired-profile.yaml",
+        "magicstick_host/__pycache__/x.cpython-312.pyc",
+        "playbooks/install.yml",
+        "playbooks/roles/retired/tasks/main.yml",
+    ):
         (root / LIB / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / LIB / rel).write_text("old\n")
 
@@ -134,6 +158,17 @@ def test_first_run_installs_the_tree_exactly(installed: Installed) -> None:
             assert mode_and_owner(path) == ("0o644", 0, 0), rel
     for parent in (lib, lib.parent):
         assert mode_and_owner(parent) == ("0o755", 0, 0)
+    # the worker's playbooks, next to the profiles they read; not install.yml or its role
+    for rel in (
+        "prepare.yml",
+        "memory.yml",
+        "roles/prepare/tasks/main.yml",
+        "roles/memory/tasks/main.yml",
+        "roles/prepare/vars/main.yml",
+    ):
+        assert (lib / "playbooks" / rel).is_file(), rel
+    for rel in ("install.yml", "roles/install", "files", "roles/retired"):
+        assert not (lib / "playbooks" / rel).exists(), rel
 
 
 def test_first_run_installs_command_units_state_and_manifests(installed: Installed) -> None:
@@ -206,6 +241,15 @@ def tiny_checkout(src: Path) -> Path:
         "profiles/a.yaml": "id: a\n",
         "profiles/b.yaml": "id: b\n",
         "playbooks/files/manifests/magicstick-crd.yaml": "kind: Test\n",
+        "playbooks/install.yml": "- hosts: all\n",
+        "playbooks/roles/install/tasks/main.yml": "[]\n",
+        "playbooks/prepare.yml": "- hosts: all\n",
+        "playbooks/roles/prepare/tasks/main.yml": "[]\n",
+        "playbooks/roles/prepare/vars/main.yml": "{}\n",
+        "playbooks/memory.yml": "- hosts: all\n",
+        "playbooks/roles/memory/tasks/main.yml": "[]\n",
+        "playbooks/roles/memoryless/tasks/main.yml": "[]\n",
+        "playbooks/memory.yml.orig": "- hosts: all\n",
     }
     for rel, content in files.items():
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -239,6 +283,8 @@ def test_updates_follow_the_checkout_on_an_agent_node(tmp_path: Path) -> None:
     (src / "profiles/b.yaml").unlink()
     (src / "magicstick_host/new.py").write_text("NEW = True\n")
     shutil.rmtree(src / "magicstick_host/schemas")
+    (src / "playbooks/memory.yml").write_text("- hosts: localhost\n")
+    shutil.rmtree(src / "playbooks/roles/prepare/vars")
     (lib / "profiles/a.yaml").chmod(0o600)
     os.chown(lib / "magicstick_host/__init__.py", 1, 1)
     (lib / "magicstick_host/sub").chmod(0o700)
@@ -248,6 +294,8 @@ def test_updates_follow_the_checkout_on_an_agent_node(tmp_path: Path) -> None:
     assert sorted(tree(lib)) == sorted(source_entries(src))
     assert (lib / "magicstick_host/sub/mod.py").read_text() == "VALUE = 2\n"
     assert (lib / "magicstick_host/new.py").read_text() == "NEW = True\n"
+    assert (lib / "playbooks/memory.yml").read_text() == "- hosts: localhost\n"
+    assert not (lib / "playbooks/roles/prepare/vars").exists()
     assert mode_and_owner(lib / "profiles/a.yaml") == ("0o644", 0, 0)
     assert mode_and_owner(lib / "magicstick_host/__init__.py") == ("0o644", 0, 0)
     assert mode_and_owner(lib / "magicstick_host/sub") == ("0o755", 0, 0)
