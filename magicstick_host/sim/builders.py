@@ -132,11 +132,9 @@ def ubuntu_host(name: str, description: str, version: str, release: str, *, cpu:
                 dmi: dict[str, str], physical_ram_mib: int, nvidia: bool = False) -> Host:
     """An Ubuntu host with one kernel installed and running, and no GPU devices yet."""
     signature, image_version, meta, meta_version = UBUNTU_KERNELS[(version, release)]
-    hwe = meta.endswith("-hwe-24.04")
-    source = f"linux-signed-hwe-{release.split('.')[0]}.{release.split('.')[1]}" if hwe \
-        else "linux-signed"
     packages = catalog.base_packages(version) + catalog.kernel_packages(
-        release, image_version, meta, meta_version, signed_source=source)
+        release, image_version, meta, meta_version,
+        signed_source=catalog.signed_source(meta, release))
     if nvidia:
         packages += catalog.nvidia_packages(version)
     return Host(

@@ -127,7 +127,26 @@ def kernel_packages(
         Package(f"linux-modules-{release}", image_version, "kernel",
                 f"Linux kernel extra modules for version {release.rsplit('-', 1)[0]}",
                 source=signed_source.replace("-signed", ""), installed_size=131_420),
+        Package(f"linux-headers-generic{flavour}", meta_version, "kernel",
+                "Generic Linux kernel headers", source="linux-meta" + flavour.replace("-24.04", ""),
+                installed_size=13, depends=f"linux-headers-{release}"),
+        Package(f"linux-headers-{release}", image_version, "devel",
+                f"Linux kernel headers for version {release.rsplit('-', 1)[0]}",
+                source=signed_source.replace("-signed", ""), installed_size=29_876,
+                depends=f"linux-headers-{release.rsplit('-', 1)[0]}"),
+        Package(f"linux-headers-{release.rsplit('-', 1)[0]}", image_version, "devel",
+                "Header files related to Linux kernel version "
+                f"{release.split('-')[0]}", architecture="all",
+                source=signed_source.replace("-signed", ""), installed_size=94_512),
     ]
+
+
+def signed_source(meta: str, release: str) -> str:
+    """The source package of a signed kernel image: linux-signed or linux-signed-hwe-X.Y."""
+    if meta.endswith("-hwe-24.04"):
+        major, minor = release.split(".")[:2]
+        return f"linux-signed-hwe-{major}.{minor}"
+    return "linux-signed"
 
 
 def base_packages(version: str) -> list[Package]:

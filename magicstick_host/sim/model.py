@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 MEM_OVERHEAD_KIB = 2_669_568
 TTM_MODULES = ("ttm", "amdttm", "amd_ttm")
 DRIVER_AFTER_BOOT = ("ready", "late", "never")
+COMPANION_AFTER_BOOT = ("ready", "late", "never")
 # namespace of the deterministic boot IDs
 BOOT_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://magicstick.invalid/sim/boot-id")
 CGROUP_SERVICE = "/system.slice/magicstick-host-management.service"
@@ -169,6 +170,8 @@ class Host:
     physical_ram_mib: int
     units: dict[str, str] = field(default_factory=dict)  # `systemctl is-active` answers
     driver_after_boot: str = "ready"  # ready | late | never (for the boot effect)
+    # the NVIDIA driver of NVIDIA display devices after a boot: ready | late | never
+    companion_after_boot: str = "ready"
     faults: list[str] = field(default_factory=list)  # fault injection points, later
     boot_count: int = 0
     boot_id: str = ""

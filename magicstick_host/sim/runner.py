@@ -1,30 +1,32 @@
 """The host simulator's command runner: performs effects on a simulated host root.
 
 It stands in for the real machine behind the command-runner port (`--executor sim`). Each
-effect it performs is appended to `.magicstick-sim/effects.jsonl`, so tests count what really
-happened ("exactly one shutdown") from the host's side instead of from mock call lists.
+effect it performs is appended to `.magicstick-sim/effects.jsonl` (`sim/effects_log.py`), so
+tests count what really happened ("exactly one shutdown", "exactly one playbook run") from the
+host's side instead of from mock call lists.
+
+Commands: `systemctl is-active UNIT`, `uname -m`, `shutdown -r|-P +N [text]`, `shutdown -c`,
+`ansible-playbook ... prepare.yml|memory.yml -e @vars.json` (`sim/prepare.py`, `sim/memory.py`).
+Anything else exits 127. A playbook fault may raise `SimulatedCrash` (`sim/faults.py`): the
+process running the command died.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from magicstick_host.ports.runner import NOT_FOUND, CommandResult
+from magicstick_host.sim.ansible import PlaybookUsageError, PlayLog, parse_call
+from magicstick_host.sim.effects_log import EFFECTS_LOG, read_effects, record
+from magicstick_host.sim.faults import SHUTDOWN, SimulatedCrash
+from magicstick_host.sim.memory import initramfs_argv, run_memory
 from magicstick_host.sim.model import Host, ScheduledShutdown
-from magicstick_host.sim.writer import SIM_DIR, load_host, write_host
+from magicstick_host.sim.prepare import run_prepare
+from magicstick_host.sim.writer import load_host, write_host
 
-EFFECTS_LOG = f"{SIM_DIR}/effects.jsonl"
-
-
-def read_effects(root: Path) -> list[dict[str, object]]:
-    path = Path(root) / EFFECTS_LOG
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+__all__ = ["EFFECTS_LOG", "SimRunner", "read_effects"]
 
 
 class SimRunner:
@@ -48,16 +50,18 @@ class SimRunner:
             return CommandResult(args, 0, host.kernel.arch + "\n", "")
         if args and args[0] == "shutdown":
             return self._shutdown(host, args)
+        if args and args[0].rsplit("/", 1)[-1] == "ansible-playbook":
+            return self._playbook(host, args, stdout_path)
         return CommandResult(args, NOT_FOUND, "", f"{args[0]}: not simulated")
 
     def _shutdown(self, host: Host, args: tuple[str, ...]) -> CommandResult:
-        if "shutdown" in host.faults:
-            self._record(host, "shutdown-failed", args)
+        if SHUTDOWN in host.faults:
+            record(self.root, host, "shutdown-failed", args)
             return CommandResult(args, 1, "", "Failed to call ScheduleShutdown: Access denied")
         if args[1:2] == ("-c",):
             host.shutdown = None
             write_host(host, self.root)
-            self._record(host, "shutdown-cancelled", args)
+            record(self.root, host, "shutdown-cancelled", args)
             return CommandResult(args, 0, "", "")
         modes = {"-r": "reboot", "-P": "poweroff"}
         if len(args) < 3 or args[1] not in modes or not args[2].startswith("+"):
@@ -66,16 +70,49 @@ class SimRunner:
         usec = int((time.time() + 60 * minutes) * 1_000_000)
         host.shutdown = ScheduledShutdown(usec=usec, mode=modes[args[1]])
         write_host(host, self.root)
-        self._record(host, "shutdown", args)
+        record(self.root, host, "shutdown", args)
         return CommandResult(args, 0, "", f"Shutdown scheduled for +{minutes} min\n")
 
-    def _record(self, host: Host, effect: str, args: tuple[str, ...]) -> None:
-        entry = {
-            "effect": effect,
-            "argv": list(args),
-            "bootId": host.boot_id,
-            "bootCount": host.boot_count,
-        }
-        fd = os.open(self.root / EFFECTS_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        with os.fdopen(fd, "a", encoding="utf-8") as log:
-            log.write(json.dumps(entry, sort_keys=True) + "\n")
+    def _playbook(
+        self, host: Host, args: tuple[str, ...], stdout_path: str | None
+    ) -> CommandResult:
+        try:
+            call = parse_call(args)
+        except PlaybookUsageError as exc:
+            record(self.root, host, "playbook", args, playbook=None, rc=exc.returncode)
+            return self._output(args, exc.returncode, str(exc) + "\n", stdout_path)
+        crashed = False
+        rebuilt: str | None = None
+        try:
+            if call.playbook == "prepare.yml":
+                outcome = run_prepare(host, call.variables)
+                log, fired, crashed = outcome.log, list(outcome.faults_fired), outcome.crashed
+            else:
+                log, fired, rebuilt = run_memory(host, call.variables)
+        except PlaybookUsageError as exc:
+            log, fired = PlayLog("(the play failed before its first task)"), []
+            log.lines.append(str(exc))
+            log.counts["failed"] += 1
+        write_host(host, self.root)
+        for fault in fired:
+            record(self.root, host, "fault", args, fault=fault)
+        if rebuilt is not None:
+            record(self.root, host, "initramfs", initramfs_argv(rebuilt))
+        if crashed:
+            record(self.root, host, "playbook", args, playbook=call.playbook, rc=None,
+                   crashed=True)
+            self._output(args, 0, log.text(), stdout_path)
+            raise SimulatedCrash(f"killed while running {call.playbook}")
+        text = log.recap()
+        record(self.root, host, "playbook", args, playbook=call.playbook, rc=log.returncode)
+        return self._output(args, log.returncode, text, stdout_path)
+
+    @staticmethod
+    def _output(
+        args: tuple[str, ...], returncode: int, text: str, stdout_path: str | None
+    ) -> CommandResult:
+        if stdout_path is None:
+            return CommandResult(args, returncode, text, "")
+        with open(stdout_path, "a", encoding="utf-8") as log:
+            log.write(text)
+        return CommandResult(args, returncode, "", "")

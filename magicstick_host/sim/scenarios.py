@@ -15,6 +15,7 @@ from magicstick_host.sim.builders import (
     strix_host,
     ubuntu_host,
 )
+from magicstick_host.sim.memory import MANAGED_TTM_CONF, managed_ttm_conf
 from magicstick_host.sim.model import Host, Kernel, Module, Package, PciDevice
 
 OLD_26 = "6.17.0-8-generic"
@@ -73,7 +74,15 @@ def _ready_26(name: str, desc: str) -> Host:
 
 
 def _kfd_missing(name: str, desc: str) -> Host:
-    return strix_host(name, desc, "26.04", TARGET, kfd=False)
+    host = strix_host(name, desc, "26.04", TARGET, kfd=False)
+    host.driver_after_boot = "never"  # a reboot is not a repair
+    return host
+
+
+def _unbound(name: str, desc: str) -> Host:
+    host = strix_host(name, desc, "26.04", TARGET, bound=False)
+    host.driver_after_boot = "never"
+    return host
 
 
 def _pending(name: str, desc: str) -> Host:
@@ -104,10 +113,7 @@ def _ttm(host: Host) -> Module:
 def _memory_configured(name: str, desc: str) -> Host:
     host = _ready_26(name, desc)
     pages = 96 * 262144
-    host.modprobe_files["etc/modprobe.d/90-magicstick-ttm.conf"] = (
-        "# managed by magicstick-host (configure-gpu-memory); do not edit\n"
-        f"options ttm pages_limit={pages} page_pool_size={pages}\n"
-    )
+    host.modprobe_files[MANAGED_TTM_CONF] = managed_ttm_conf(96 * GIB_MIB)
     _ttm(host).parameters.update(pages_limit=str(pages), page_pool_size=str(pages))
     return host
 
@@ -225,6 +231,7 @@ def _nvidia_unbound(name: str, desc: str) -> Host:
     host.modules = [m for m in host.modules if not m.name.startswith("nvidia")]
     host.units["nvidia-persistenced"] = "failed"
     host.nvidia_persistenced_socket = False
+    host.companion_after_boot = "late"  # binds on `companion_binds`, also after a boot
     return host
 
 
@@ -249,7 +256,7 @@ _TABLE: list[tuple[str, str, Callable[[str, str], Host]]] = [
      _kfd_missing),
     ("strix-halo-ubuntu-26.04-driver-unbound",
      "Strix Halo, Ubuntu 26.04 on 7.0.0-31, amdgpu loaded but not bound to the GPU",
-     _strix("26.04", TARGET, bound=False)),
+     _unbound),
     ("strix-halo-ubuntu-26.04-carveout-pending",
      "Strix Halo ready on 7.0.0-31; 32 GB carve-out selected, 512 MB active until the next boot",
      _pending),

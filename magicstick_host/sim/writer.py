@@ -21,6 +21,7 @@ from typing import Any
 from magicstick_host.errors import BadInputError
 from magicstick_host.sim.codec import host_from_dict, host_to_dict
 from magicstick_host.sim.entries import Dir, Entry, File, Link
+from magicstick_host.sim.faults import CARVEOUT_WRITE
 from magicstick_host.sim.model import Host, default_boot_id
 from magicstick_host.sim.render import render
 from magicstick_host.sim.scenarios import SCENARIOS
@@ -66,12 +67,17 @@ def write_host(host: Host, root: Path) -> None:
     """Render `host` into `root`, removing what an earlier render made and no longer makes."""
     root = Path(root)
     entries = render(host)
+    # a broken sysfs attribute (sim.faults.break_carveout_write) is left exactly as it is
+    frozen = {p for p in entries if p.endswith("/uma/carveout")} if CARVEOUT_WRITE in host.faults \
+        else set()
     for path in sorted(_previous_manifest(root) - entries.keys(), reverse=True):
         target = root / path
         if target.is_symlink() or target.is_file():
             target.unlink()
+        _prune_empty(root, target if target.is_dir() else target.parent)
     for path, entry in entries.items():
-        _materialise(root / path, entry)
+        if path not in frozen:
+            _materialise(root / path, entry)
     data: dict[str, Any] = {"format": FORMAT, **host_to_dict(host), "rendered": sorted(entries)}
     sim = root / SIM_DIR
     sim.mkdir(exist_ok=True)
@@ -124,6 +130,18 @@ def _has_symlink(root: Path, rel: str) -> bool:
     return False
 
 
+def _prune_empty(root: Path, directory: Path) -> None:
+    """Remove `directory` and its parents below `root` while they are empty (a module that
+    is no longer loaded leaves no /sys/module/<name>, a KFD node no nodes/<n>)."""
+    while directory != root and root in directory.parents and not directory.is_symlink():
+        try:
+            directory.rmdir()
+        except OSError:  # not empty, or gone
+            if directory.exists():
+                return
+        directory = directory.parent
+
+
 def _previous_manifest(root: Path) -> set[str]:
     try:
         data = json.loads((root / HOST_JSON).read_text(encoding="utf-8"))
@@ -138,6 +156,12 @@ def _materialise(path: Path, entry: Entry) -> None:
         path.mkdir(parents=True, exist_ok=True)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(entry, File) and path.is_file() and not path.is_symlink():
+        try:
+            if path.read_text(encoding="utf-8") == entry.text:
+                return  # unchanged: keep the inode (and any reader's view of it)
+        except (OSError, UnicodeDecodeError):
+            pass
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         path.unlink()
     if isinstance(entry, Link):
