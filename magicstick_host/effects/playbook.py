@@ -53,6 +53,8 @@ def run_playbook(
 ) -> tuple[bool, str]:
     vars_path = write_vars(ports.work_dir, f"{request_uid}-{playbook}.json", variables)
     log_path = ports.log_path(request_uid)
+    # created 0600 here: the runner appends to it, and the output may show package details
+    os.close(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
     argv = [
         "ansible-playbook",
         "-i",

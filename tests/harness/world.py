@@ -25,6 +25,7 @@ from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.state_store import FileStateStore
 from magicstick_host.profile_store import default_profiles_dir, load_profiles
 from magicstick_host.sim.boot import boot_host
+from magicstick_host.sim.faults import SimulatedCrash  # the process died (tick or simulator)
 from magicstick_host.sim.runner import SimRunner, read_effects
 from magicstick_host.sim.writer import create_host, load_host
 from magicstick_host.tick import CrashHook, TickDeps, TickResult, no_crash, run_tick
@@ -32,10 +33,6 @@ from magicstick_host.tick import CrashHook, TickDeps, TickResult, no_crash, run_
 NAMESPACE = "ai-system"
 PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
 GROUP, VERSION, PLURAL = "appliance.magicstick.dev", "v1alpha1", "hostoperations"
-
-
-class SimulatedCrash(BaseException):
-    """The process died here. BaseException, so no `except Exception` in the product eats it."""
 
 
 class CrashAt:
