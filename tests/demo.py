@@ -1,7 +1,13 @@
-"""`make demo`: a reboot request through the real tick, on a simulated Strix Halo host, against
-the real test kube-apiserver. Every step prints what the administrator and the dashboard see.
+"""`make demo`: the worker's operations through the real tick, on simulated Strix Halo hosts,
+against the real test kube-apiserver. Every step prints what the administrator and the
+dashboard see.
 
     python -m tests.demo DIR
+
+1. restart: a reboot request, its one orderly shutdown, the new boot;
+2. prepare-gpu: an `available` host gets the reviewed kernel, restarts once, hands the GPU to
+   the runtime and registers it;
+3. GPU memory: a bigger firmware carve-out and a dynamic limit, across two restarts.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from magicstick_host.ports.kube import hostoperation_name
 from magicstick_host.sim.writer import create_host, load_host
@@ -21,90 +28,160 @@ from tests.kubeserver import build
 from tests.kubeserver.fixtures import KubeCluster
 from tests.kubeserver.harness import KubeServer
 
-SCENARIO = "strix-halo-ubuntu-26.04-ready"
-NODE = "strix-demo"
 EXE = str(Path(sys.executable).parent / "magicstick-host")
+REPORT = "appliance.magicstick.dev/host-management"
 
 
 def banner(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m", flush=True)
 
 
-def cli(*args: str, check: bool = True) -> str:
+def cli(*args: str, quiet: bool = False) -> str:
     proc = subprocess.run([EXE, *args], capture_output=True, text=True, check=False)
     out = (proc.stdout + proc.stderr).rstrip()
-    print(textwrap.indent(f"$ magicstick-host {' '.join(args)}\n{out}", "  "), flush=True)
-    if check and proc.returncode not in (0, 75, 76):
-        raise SystemExit(f"magicstick-host {args[0]} exited {proc.returncode}")
+    if not quiet:
+        print(textwrap.indent(f"$ magicstick-host {' '.join(args)}\n{out}", "  "), flush=True)
+    if proc.returncode not in (0, 75, 76):
+        raise SystemExit(f"magicstick-host {args[0]} exited {proc.returncode}:\n{out}")
     return proc.stdout
 
 
-def show_request(cluster: KubeCluster, name: str) -> None:
-    _, obj = cluster.request("GET", cluster.hostoperations_path(name))
-    status_doc = (obj or {}).get("status") or {}
-    print(f"  HostOperation {name}: phase={status_doc.get('phase', 'Pending')!s}")
-    if status_doc.get("message"):
-        print(textwrap.indent(textwrap.fill(status_doc["message"], 90), "    "))
+class DemoHost:
+    """One simulated host, its Node, and the dashboard's view of it."""
+
+    def __init__(self, work: Path, server: KubeServer, cluster: KubeCluster, node: str,
+                 scenario: str) -> None:
+        self.root, self.state = work / node / "host", work / node / "state"
+        self.cluster, self.node = cluster, node
+        create_host(scenario, self.root)
+        host = load_host(self.root)
+        created = cluster.create_node(node, boot_id=host.boot_id, kernel=host.kernel.release)
+        self.uid = created["metadata"]["uid"]
+        self.name = hostoperation_name(self.uid)
+        self.tick_args = ["tick", "--root", str(self.root), "--executor", "sim", "--state-dir",
+                          str(self.state), "--kubeconfig", str(server.kubeconfig("worker")),
+                          "--node-name", node]
+
+    def tick(self, quiet: bool = False) -> None:
+        cli(*self.tick_args, quiet=quiet)
+
+    def report(self) -> dict[str, Any]:
+        annotations = self.cluster.read_node(self.node)["metadata"]["annotations"]
+        report: dict[str, Any] = json.loads(annotations[REPORT])
+        return report
+
+    def request(self, action: str, **spec: Any) -> None:
+        body = {
+            "action": action, "nodeName": self.node, "nodeUid": self.uid,
+            "bootId": load_host(self.root).boot_id, "requestId": secrets.token_hex(16),
+            "acknowledgeDisruption": True, "allowExperimental": False, "experimentMode": False,
+            "actorHash": hashlib.sha256(b"admin").hexdigest(), "planId": "",
+        }
+        body.update(spec)
+        _, old = self.cluster.request("GET", self.cluster.hostoperations_path(self.name))
+        if isinstance(old, dict) and old.get("metadata", {}).get("uid"):
+            # the dashboard replaces a finished request: delete with a UID precondition
+            self.cluster.delete_hostoperation(self.name, old["metadata"]["uid"])
+        self.cluster.create_hostoperation(self.name, body)
+        print(f"  dashboard created HostOperation {self.name}: {action} "
+              f"{json.dumps(spec, sort_keys=True) if spec else ''}".rstrip())
+
+    def status(self) -> dict[str, Any]:
+        _, obj = self.cluster.request("GET", self.cluster.hostoperations_path(self.name))
+        return dict((obj or {}).get("status") or {})
+
+    def boot(self) -> None:
+        cli("sim", "boot", str(self.root))
+        host = load_host(self.root)
+        self.cluster.set_node_info(self.node, boot_id=host.boot_id, kernel=host.kernel.release,
+                                   allocatable={})
+
+    def drive(self, max_ticks: int = 20) -> str:
+        """Tick until the request ends; restart when a shutdown is due; act as the device
+        plugin when registration waits for it. Prints each phase change."""
+        last = ""
+        for _ in range(max_ticks):
+            self.tick(quiet=True)
+            status = self.status()
+            phase = status.get("phase", "Pending")
+            if phase != last:
+                print(f"  tick -> {phase}: {textwrap.shorten(status.get('message', ''), 110)}")
+                last = phase
+            if phase in ("Succeeded", "Failed", "Rejected", "Interrupted", "PreparedUnverified"):
+                return phase
+            if load_host(self.root).shutdown is not None:
+                self.boot()
+            if phase == "Registering":
+                self.cluster.set_node_info(self.node, allocatable={"amd.com/gpu": "1"})
+                print("  device plugin: the Node now has allocatable amd.com/gpu: 1")
+        return last
+
+
+def restart_demo(work: Path, server: KubeServer, cluster: KubeCluster) -> str:
+    banner("1. restart: a simulated Strix Halo on Ubuntu 26.04, already ready")
+    host = DemoHost(work, server, cluster, "strix-ready", "strix-halo-ubuntu-26.04-ready")
+    cli("inspect", "--root", str(host.root))
+    host.tick()
+    report = host.report()
+    print(f"  published report: plan {report['plan']['state']}, actions {report['actions']}")
+    host.request("reboot")
+    host.tick()
+    print(f"  HostOperation phase: {host.status()['phase']}: {host.status()['message']}")
+    cli("status", "--state-dir", str(host.state), "--node-name", host.node)
+    host.boot()
+    host.tick()
+    cli("status", "--state-dir", str(host.state), "--node-name", host.node)
+    return str(host.status()["phase"])
+
+
+def prepare_demo(work: Path, server: KubeServer, cluster: KubeCluster) -> str:
+    banner("2. prepare-gpu: a Strix Halo on Ubuntu 26.04 with an old kernel")
+    host = DemoHost(work, server, cluster, "strix-old", "strix-halo-ubuntu-26.04-old-kernel")
+    cli("inspect", "--root", str(host.root))
+    host.tick(quiet=True)
+    plan = host.report()["plan"]
+    print(f"  the dashboard reads plan {plan['state']} {plan['packages']} id {plan['id'][:16]}…")
+    host.request("prepare-gpu", planId=plan["id"], allowExperimental=True)
+    phase = host.drive()
+    cli("status", "--state-dir", str(host.state), "--node-name", host.node)
+    cli("inspect", "--root", str(host.root))
+    return phase
+
+
+def memory_demo(work: Path, server: KubeServer, cluster: KubeCluster) -> str:
+    banner("3. GPU memory: 32 GB firmware carve-out and a 64 GiB dynamic limit")
+    host = DemoHost(work, server, cluster, "strix-memory", "strix-halo-ubuntu-26.04-ready")
+    host.tick(quiet=True)
+    cap = host.report()["gpuMemory"]
+    print(f"  the dashboard reads gpuMemory: carve-out {cap['currentCarveoutMi']} MiB, dynamic "
+          f"limit {cap['currentDynamicLimitMi']} MiB, Linux {cap['systemMemoryMi']} MiB")
+    host.request("configure-gpu-memory", planId=cap["id"], allowExperimental=True,
+                 gpuMemory={"carveoutIndex": 9, "dynamicLimitMi": 65536})
+    phase = host.drive()
+    cli("status", "--state-dir", str(host.state), "--node-name", host.node)
+    cap = host.report()["gpuMemory"]
+    print(f"  now: carve-out {cap['currentCarveoutMi']} MiB, dynamic limit "
+          f"{cap['currentDynamicLimitMi']} MiB, Linux {cap['systemMemoryMi']} MiB")
+    return phase
 
 
 def main(argv: list[str]) -> int:
     work = Path(argv[0] if argv else ".demo").resolve()
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    root, state = work / "host", work / "state"
-
     banner("building (or reusing) the test kube-apiserver")
     build.ensure_binary()
     with KubeServer(work / "apiserver") as server:
         cluster = KubeCluster(server)
         print(f"  kube-apiserver {build.KUBE_VERSION} at {server.url}, "
               f"ready in {server.start_seconds:.1f} s")
-
-        banner(f"a simulated host: {SCENARIO}")
-        create_host(SCENARIO, root)
-        host = load_host(root)
-        cli("inspect", "--root", str(root))
-
-        banner("the kubelet registers the Node; the worker publishes its first report")
-        node = cluster.create_node(NODE, boot_id=host.boot_id, kernel=host.kernel.release)
-        uid = node["metadata"]["uid"]
-        tick = ["tick", "--root", str(root), "--executor", "sim", "--state-dir", str(state),
-                "--kubeconfig", str(server.kubeconfig("worker")), "--node-name", NODE]
-        cli(*tick)
-        report = json.loads(cluster.read_node(NODE)["metadata"]["annotations"]
-                            ["appliance.magicstick.dev/host-management"])
-        print(f"  report: plan {report['plan']['state']}, actions {report['actions']}")
-
-        banner("the dashboard user asks for a restart")
-        name = hostoperation_name(uid)
-        spec = {
-            "action": "reboot", "nodeName": NODE, "nodeUid": uid, "bootId": host.boot_id,
-            "requestId": secrets.token_hex(16), "acknowledgeDisruption": True,
-            "allowExperimental": False, "experimentMode": False,
-            "actorHash": hashlib.sha256(b"admin").hexdigest(), "planId": "",
+        results = {
+            "restart": restart_demo(work, server, cluster),
+            "prepare-gpu": prepare_demo(work, server, cluster),
+            "gpu memory": memory_demo(work, server, cluster),
         }
-        cluster.create_hostoperation(name, spec)
-        show_request(cluster, name)
-
-        banner("tick: intake, then the one shutdown")
-        cli(*tick)
-        show_request(cluster, name)
-        cli("status", "--state-dir", str(state), "--node-name", NODE)
-
-        banner("the host restarts (sim boot) and the kubelet reports the new boot")
-        cli("sim", "boot", str(root))
-        new_boot = load_host(root).boot_id
-        cluster.set_node_info(NODE, boot_id=new_boot, kernel=load_host(root).kernel.release)
-        print(f"  new boot ID {new_boot}")
-
-        banner("tick: the new boot is observed")
-        cli(*tick)
-        show_request(cluster, name)
-        cli("status", "--state-dir", str(state), "--node-name", NODE)
-        _, obj = cluster.request("GET", cluster.hostoperations_path(name))
-        phase = obj["status"]["phase"]
-        banner(f"done: {phase}")
-        return 0 if phase == "Succeeded" else 1
+    banner("done: " + ", ".join(f"{k} {v}" for k, v in results.items()))
+    return 0 if all(v == "Succeeded" for v in results.values()) else 1
 
 
 if __name__ == "__main__":
