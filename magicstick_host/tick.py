@@ -290,11 +290,8 @@ class Tick:
         cluster: Cluster,
     ) -> State:
         assert ev.boot_id is not None
-        if run.uses_reboot and op.reboots_used >= op.reboot_budget:
-            over = SetPhase(
-                "Failed",
-                f"The restart budget ({op.reboot_budget}) is used up; nothing more is restarted.",
-            )
+        over = ops.over_budget(op, run)
+        if over is not None:
             return self.save(
                 self.record_end(state, self.change(op, over, ev, now)), "budget", ev, now
             )

@@ -76,6 +76,16 @@ def touch_message(op: Operation, message: str, *, wall: datetime) -> Operation:
     return replace(op, message=_clip(message), updated_at=rfc3339(wall))
 
 
+def over_budget(op: Operation, run: RunStep) -> SetPhase | None:
+    """A restart beyond the operation's budget is never scheduled: no reboot loops."""
+    if run.uses_reboot and op.reboots_used >= op.reboot_budget:
+        return SetPhase(
+            "Failed",
+            f"The restart budget ({op.reboot_budget}) is used up; nothing more is restarted.",
+        )
+    return None
+
+
 def begin_step(
     op: Operation, run: RunStep, *, boot_id: str, wall: datetime, boottime: float
 ) -> Operation:

@@ -97,11 +97,14 @@ def test_a_stale_capability_id_is_rejected(tmp_path: Path, kube: Any) -> None:
     nothing_written(world)
 
 
-@pytest.mark.parametrize(("index", "limit", "needle"), [
-    (12, 65536, "above"),  # 96 GB reserved leaves too little for a 64 GiB limit
-    (0, 63976 // 1024 * 1024 + 1024 * 60, "above"),
-    (0, 1000, "multiple"),
-])
+@pytest.mark.parametrize(
+    ("index", "limit", "needle"),
+    [
+        (12, 65536, "above"),  # 96 GB reserved leaves too little for a 64 GiB limit
+        (0, 63976 // 1024 * 1024 + 1024 * 60, "above"),
+        (0, 1000, "multiple"),
+    ],
+)
 def test_a_selection_over_the_reserve_or_off_step_is_rejected(
     tmp_path: Path, kube: Any, index: int, limit: int, needle: str
 ) -> None:
@@ -120,10 +123,13 @@ def test_a_no_op_is_rejected(tmp_path: Path, kube: Any) -> None:
     assert world.phase() == "Rejected" and "already active" in message(world)
 
 
-@pytest.mark.parametrize("scenario", [
-    "strix-halo-ubuntu-26.04-foreign-ttm",
-    "strix-halo-second-amd-ubuntu-26.04-ready",
-])
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "strix-halo-ubuntu-26.04-foreign-ttm",
+        "strix-halo-second-amd-ubuntu-26.04-ready",
+    ],
+)
 def test_unsupported_hosts_are_rejected_with_nothing_written(
     tmp_path: Path, kube: Any, scenario: str
 ) -> None:

@@ -32,17 +32,16 @@ def status(world: World) -> dict[str, Any]:
     return dict(obj.get("status") or {})
 
 
+MODULE = "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/moduleactivations"
+
+
 def module_activation(kube: Any) -> dict[str, Any] | None:
-    code, body = kube.request(
-        "GET", "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/moduleactivations/amd-gpu"
-    )
+    code, body = kube.request("GET", f"{MODULE}/amd-gpu")
     return body if code == 200 else None
 
 
 def delete_module_activation(kube: Any) -> None:
-    kube.request(
-        "DELETE", "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/moduleactivations/amd-gpu"
-    )
+    kube.request("DELETE", f"{MODULE}/amd-gpu")
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +67,11 @@ def test_available_to_succeeded_with_one_playbook_run_and_one_restart(
             break
     assert world.phase() == "Succeeded", phases
     assert [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p] == [
-        "Preparing", "RebootScheduled", "Verifying", "Registering", "Succeeded"
+        "Preparing",
+        "RebootScheduled",
+        "Verifying",
+        "Registering",
+        "Succeeded",
     ]
     assert len(world.playbooks("prepare.yml")) == 1
     assert len(world.effects("shutdown")) == 1
@@ -116,8 +119,9 @@ def test_the_experiment_runs_on_a_mixed_host_with_experiment_mode(
 ) -> None:
     world = World(tmp_path, kube, MIXED_NVIDIA)
     experiment = world.published()["plan"]["experiment"]
-    world.create_request("prepare-gpu", planId=experiment["id"], allowExperimental=True,
-                         experimentMode=True)
+    world.create_request(
+        "prepare-gpu", planId=experiment["id"], allowExperimental=True, experimentMode=True
+    )
     assert world.drive() == "Succeeded"
     assert len(world.playbooks("prepare.yml")) == 1 and len(world.effects("shutdown")) == 1
 
@@ -126,8 +130,9 @@ def test_a_second_amd_gpu_ends_prepared_unverified(tmp_path: Path, kube: Any) ->
     world = World(tmp_path, kube, MIXED_AMD)
     experiment = world.published()["plan"]["experiment"]
     assert experiment["engineValidationAvailable"] is False
-    world.create_request("prepare-gpu", planId=experiment["id"], allowExperimental=True,
-                         experimentMode=True)
+    world.create_request(
+        "prepare-gpu", planId=experiment["id"], allowExperimental=True, experimentMode=True
+    )
     assert world.drive() == "PreparedUnverified"
     assert module_activation(kube) is None  # never activated without engine validation
 
@@ -159,13 +164,23 @@ def test_a_module_activation_changed_by_someone_else_is_not_overwritten(
     prepare(world)
     world.tick()  # accepted: the (absent) ModuleActivation identity is recorded
     kube.request(
-        "POST", "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/moduleactivations",
-        {"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "ModuleActivation",
-         "metadata": {"name": "amd-gpu", "namespace": "ai-system"},
-         "spec": {"module": "amd-gpu", "enabled": False,
-                  "applianceRef": {"name": "local", "namespace": "ai-system"},
-                  "parameters": {"compatibilityProfile": "someone-else",
-                                 "allowExperimental": "false", "validationRequest": ""}}},
+        "POST",
+        "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/moduleactivations",
+        {
+            "apiVersion": "appliance.magicstick.dev/v1alpha1",
+            "kind": "ModuleActivation",
+            "metadata": {"name": "amd-gpu", "namespace": "ai-system"},
+            "spec": {
+                "module": "amd-gpu",
+                "enabled": False,
+                "applianceRef": {"name": "local", "namespace": "ai-system"},
+                "parameters": {
+                    "compatibilityProfile": "someone-else",
+                    "allowExperimental": "false",
+                    "validationRequest": "",
+                },
+            },
+        },
     )
     assert world.drive() == "Interrupted"
     assert "not overwritten" in status(world)["message"]
@@ -173,10 +188,13 @@ def test_a_module_activation_changed_by_someone_else_is_not_overwritten(
     assert module is not None and module["spec"]["enabled"] is False
 
 
-@pytest.mark.parametrize(("fault", "needle"), [
-    ("apt-fails", "Install the approved kernel packages"),
-    ("package-unavailable", "see "),
-])
+@pytest.mark.parametrize(
+    ("fault", "needle"),
+    [
+        ("apt-fails", "Install the approved kernel packages"),
+        ("package-unavailable", "see "),
+    ],
+)
 def test_a_failed_package_step_names_the_task_and_is_not_retried(
     tmp_path: Path, kube: Any, fault: str, needle: str
 ) -> None:

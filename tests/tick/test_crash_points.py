@@ -28,7 +28,10 @@ OLD_KERNEL = "strix-halo-ubuntu-26.04-old-kernel"
 
 
 def power(action: str) -> Callable[[World], None]:
-    return lambda world: None if world.create_request(action) else None
+    def make(world: World) -> None:
+        world.create_request(action)
+
+    return make
 
 
 def prepare(world: World) -> None:

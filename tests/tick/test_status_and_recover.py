@@ -23,8 +23,9 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def status_json(capsys: pytest.CaptureFixture[str], state_dir: Path, node: str) -> dict[str, Any]:
-    code, out, err = cli(capsys, "status", "--json", "--state-dir", str(state_dir),
-                         "--node-name", node)
+    code, out, err = cli(
+        capsys, "status", "--json", "--state-dir", str(state_dir), "--node-name", node
+    )
     assert code == 0, err
     doc: dict[str, Any] = json.loads(out)
     assert schemas.errors("status", doc) == []
@@ -52,14 +53,33 @@ def test_a_removed_request_is_explained_then_recovered(
     assert f"recover --confirm {world.node_name}" in doc["next"]
     assert doc["operation"]["rebootsUsed"] == 1 and doc["operation"]["rebootBudget"] == 1
 
-    code, _, err = cli(capsys, "recover", "--confirm", "someone-else", "--root", str(world.root),
-                       "--state-dir", str(world.state_dir), "--node-name", world.node_name)
+    code, _, err = cli(
+        capsys,
+        "recover",
+        "--confirm",
+        "someone-else",
+        "--root",
+        str(world.root),
+        "--state-dir",
+        str(world.state_dir),
+        "--node-name",
+        world.node_name,
+    )
     assert code == ExitCode.BAD_INPUT and "does not match" in err
     assert world.state().block is not None
 
-    code, out, err = cli(capsys, "recover", "--confirm", world.node_name, "--root",
-                         str(world.root), "--state-dir", str(world.state_dir),
-                         "--node-name", world.node_name)
+    code, out, err = cli(
+        capsys,
+        "recover",
+        "--confirm",
+        world.node_name,
+        "--root",
+        str(world.root),
+        "--state-dir",
+        str(world.state_dir),
+        "--node-name",
+        world.node_name,
+    )
     assert code == 0, err
     assert "Plan:" in out and "Recovered" in out
     state = world.state()
@@ -86,8 +106,18 @@ def test_a_corrupt_state_is_archived_blocks_the_worker_and_recover_clears_it(
     assert doc["stateError"] and "not JSON" in doc["stateError"]
     assert store.state_path.read_text().startswith('{"schemaVersion": 1, "operation": ')
 
-    code, out, err = cli(capsys, "recover", "--confirm", "strix-01", "--root", str(root),
-                         "--state-dir", str(state_dir), "--node-name", "strix-01")
+    code, _, err = cli(
+        capsys,
+        "recover",
+        "--confirm",
+        "strix-01",
+        "--root",
+        str(root),
+        "--state-dir",
+        str(state_dir),
+        "--node-name",
+        "strix-01",
+    )
     assert code == 0, err
     archived = list(state_dir.glob("state.json.corrupt-*"))
     assert len(archived) == 1
@@ -103,6 +133,16 @@ def test_recover_with_nothing_stopped_changes_nothing(
 ) -> None:
     root = tmp_path / "host"
     create_host("cpu-only-ubuntu-24.04", root)
-    code, out, _ = cli(capsys, "recover", "--confirm", "strix-01", "--root", str(root),
-                       "--state-dir", str(tmp_path / "state"), "--node-name", "strix-01")
+    code, out, _ = cli(
+        capsys,
+        "recover",
+        "--confirm",
+        "strix-01",
+        "--root",
+        str(root),
+        "--state-dir",
+        str(tmp_path / "state"),
+        "--node-name",
+        "strix-01",
+    )
     assert code == 0 and "Nothing to recover" in out
