@@ -29,12 +29,19 @@ def test_help_documents_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_tick_help_documents_every_environment_variable(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(capsys, "tick", "--help")
-    for var in ("MAGICSTICK_HOST_ROOT", "MAGICSTICK_HOST_STATE_DIR", "MAGICSTICK_HOST_KUBECONFIG",
-                "MAGICSTICK_HOST_NODE_NAME", "MAGICSTICK_HOST_EXECUTOR"):
+    for var in (
+        "MAGICSTICK_HOST_ROOT",
+        "MAGICSTICK_HOST_STATE_DIR",
+        "MAGICSTICK_HOST_KUBECONFIG",
+        "MAGICSTICK_HOST_NODE_NAME",
+        "MAGICSTICK_HOST_EXECUTOR",
+    ):
         assert var in out
 
 
-def test_inspect_json_on_a_simulated_host(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_inspect_json_on_a_simulated_host(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     create_host("strix-halo-ubuntu-26.04-old-kernel", tmp_path / "h")
     code, out, err = run(capsys, "inspect", "--json", "--root", str(tmp_path / "h"))
     assert code == 0, err
@@ -52,7 +59,9 @@ def test_inspect_human_summary_says_the_plan_in_one_sentence(
     assert "Plan:     blocked:" in out and "experiment available" in out
 
 
-def test_a_missing_root_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_a_missing_root_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     code, _, err = run(capsys, "inspect", "--root", str(tmp_path / "nope"))
     assert code == ExitCode.USAGE
     assert "does not exist" in err and "Traceback" not in err
@@ -63,9 +72,7 @@ def test_a_malformed_profile_names_the_file_and_field(
 ) -> None:
     profiles = tmp_path / "profiles"
     profiles.mkdir()
-    (profiles / "bad.yaml").write_text(
-        "id: x\nversion: one\n"
-    )
+    (profiles / "bad.yaml").write_text("id: x\nversion: one\n")
     code, out, err = run(capsys, "inspect", "--profiles", str(profiles))
     assert code == ExitCode.BAD_INPUT
     assert out == ""
@@ -95,8 +102,14 @@ def test_sim_list_names_every_scenario(capsys: pytest.CaptureFixture[str]) -> No
 def test_tick_without_a_kubeconfig_does_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code, _, _ = run(capsys, "tick", "--kubeconfig", str(tmp_path / "none.yaml"),
-                     "--state-dir", str(tmp_path / "state"))
+    code, _, _ = run(
+        capsys,
+        "tick",
+        "--kubeconfig",
+        str(tmp_path / "none.yaml"),
+        "--state-dir",
+        str(tmp_path / "state"),
+    )
     assert code == 0
     assert not (tmp_path / "state").exists()
 

@@ -16,12 +16,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from magicstick_host.ports.kube import RealKube, hostoperation_name
-
 from magicstick_host.app import gather
 from magicstick_host.domain.state import State
 from magicstick_host.errors import LockBusyError
 from magicstick_host.ports.clock import Instant
+from magicstick_host.ports.kube import RealKube, hostoperation_name
 from magicstick_host.ports.state_store import FileStateStore
 from magicstick_host.profile_store import default_profiles_dir, load_profiles
 from magicstick_host.sim.boot import boot_host
