@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from magicstick_host.sim.writer import create_host, load_host
 from tests.kubeserver import build
@@ -44,6 +45,41 @@ def report(label: str, samples: list[tuple[float, float, int]]) -> None:
     print(f"{label:<34} wall median {statistics.median(walls) * 1000:7.0f} ms "
           f"(min {min(walls) * 1000:.0f}, max {max(walls) * 1000:.0f})   "
           f"cpu median {statistics.median(cpus) * 1000:7.0f} ms   n={len(samples)}")
+
+
+def api_requests_per_operation(work: Path, cluster: KubeCluster) -> None:
+    """Kubernetes requests the worker makes for one whole operation, and ticks it takes."""
+    from collections import Counter
+
+    from tests.harness.world import World
+
+    cases = {
+        "reboot": ("strix-halo-ubuntu-26.04-ready", lambda w: w.create_request("reboot")),
+        "prepare-gpu": ("strix-halo-ubuntu-26.04-old-kernel", lambda w: w.create_request(
+            "prepare-gpu", planId=w.published()["plan"]["id"], allowExperimental=True)),
+        "configure-gpu-memory": ("strix-halo-ubuntu-26.04-ready", lambda w: w.create_request(
+            "configure-gpu-memory", planId=w.published()["gpuMemory"]["id"],
+            allowExperimental=True, gpuMemory={"carveoutIndex": 9, "dynamicLimitMi": 65536})),
+    }
+    for action, (scenario, make_request) in cases.items():
+        cluster.request("DELETE", "/apis/appliance.magicstick.dev/v1alpha1/namespaces/"
+                        "ai-system/moduleactivations/amd-gpu")
+        world = World(work / f"ops-{action}", cluster, scenario)
+        world.published()
+        make_request(world)
+        calls: Counter[str] = Counter()
+
+        def counting(method: str, path: str, *a: Any, calls: Counter[str] = calls,
+                     real: Any = world.worker._request, **kw: Any) -> Any:
+            calls[method] += 1
+            return real(method, path, *a, **kw)
+
+        world.worker._request = counting  # type: ignore[method-assign]
+        phase = world.drive()
+        total = sum(calls.values())
+        print(f"{'API requests: ' + action:<34} {total:4d} ({dict(sorted(calls.items()))}) "
+              f"-> {phase}, {len(world.effects('shutdown'))} shutdown(s), "
+              f"{len(world.playbooks())} playbook run(s)")
 
 
 def main() -> int:
@@ -79,6 +115,7 @@ def main() -> int:
         report("idle tick (nothing to write)", idle)
         peak = max(s[2] for s in publishing + idle)
         print(f"{'tick peak RSS':<34} {peak / 1024:.1f} MiB")
+        api_requests_per_operation(work, cluster)
     return 0
 
 
