@@ -19,10 +19,10 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from magicstick_host.domain.versions import compare_versions
 from magicstick_host.sim import catalog
 from magicstick_host.sim.ansible import PlayLog, banner, require
 from magicstick_host.sim.builders import UBUNTU_KERNELS, ubuntu_kernel_signature
-from magicstick_host.sim.debversion import compare_versions
 from magicstick_host.sim.faults import APT_CRASH_HALFWAY, APT_FAILS, PACKAGE_UNAVAILABLE
 from magicstick_host.sim.model import Host, Package
 
