@@ -119,3 +119,35 @@ def test_the_subprocess_guard_stops_real_commands() -> None:
 
     with pytest.raises(RealCommandForbidden):
         subprocess.run(["true"], check=False)
+
+
+def test_tick_exits_busy_and_quietly_while_the_maintenance_lock_is_held(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from magicstick_host.ports.lock import MaintenanceLock
+    from magicstick_host.ports.state_store import FileStateStore
+
+    create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "h")
+    kubeconfig = tmp_path / "k3s.yaml"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    state = tmp_path / "state"
+    FileStateStore(state).prepare()
+    with MaintenanceLock(state / "maintenance.lock"):  # host convergence is running
+        code, out, err = run(capsys, "tick", "--root", str(tmp_path / "h"), "--executor", "sim",
+                             "--state-dir", str(state), "--kubeconfig", str(kubeconfig),
+                             "--node-name", "strix-01")
+    assert code == ExitCode.BUSY and out == "" and err == ""
+    assert not (state / "state.json").exists()
+
+
+def test_the_real_executor_refuses_a_simulated_root(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "h")
+    kubeconfig = tmp_path / "k3s.yaml"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    code, _, err = run(capsys, "tick", "--root", str(tmp_path / "h"), "--executor", "real",
+                       "--state-dir", str(tmp_path / "s"), "--kubeconfig", str(kubeconfig),
+                       "--node-name", "strix-01")
+    assert code == ExitCode.BAD_INPUT and "needs --root /" in err
+    assert err.count("\n") == 1
