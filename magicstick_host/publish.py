@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from magicstick_host import schemas
 from magicstick_host.domain import operation as ops
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import Evidence
@@ -24,7 +25,7 @@ from magicstick_host.domain.report import (
 )
 from magicstick_host.domain.report_policy import encode_report, may_publish, should_write
 from magicstick_host.domain.state import ProcessedRequest, State
-from magicstick_host.errors import KubeConflictError, KubeError, KubeNotFoundError
+from magicstick_host.errors import KubeConflictError, KubeError, KubeNotFoundError, MagicstickError
 from magicstick_host.ports.clock import Instant
 
 if TYPE_CHECKING:
@@ -128,6 +129,9 @@ def publish_report(
         tick.d.limits.report_min_interval_s,
     ):
         return state
+    problems = schemas.errors("report", report)
+    if problems:  # a bug: never put a report the dashboard cannot read on the Node
+        raise MagicstickError(f"the report does not match its schema: {problems[0]}")
     value = encode_report(report, tick.d.limits.report_max_chars)
     kube.patch_node_annotation(tick.d.node_name, cluster.node_uid, REPORT_ANNOTATION, value)
     if not save:
