@@ -189,3 +189,17 @@ def test_a_failed_carveout_write_is_failed_and_nothing_restarts(tmp_path: Path, 
     assert world.drive() == "Failed"
     assert "firmware memory choice failed" in message(world)
     assert world.effects("shutdown") == []
+
+
+def test_a_failed_memory_playbook_is_failed_named_and_nothing_restarts(
+    tmp_path: Path, kube: Any
+) -> None:
+    world = World(tmp_path, kube, READY)
+    host = load_host(world.root)
+    host.faults.append("memory-playbook-fails")
+    write_host(host, world.root)
+    configure(world, 0, 32768)
+    assert world.drive() == "Failed"
+    assert "failed" in message(world) and ".log" in message(world)
+    assert counts(world) == (0, 1, 0)
+    assert not (world.root / "etc/modprobe.d/90-magicstick-ttm.conf").exists()
