@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 from magicstick_host import schemas
 from magicstick_host.domain import operation as ops
+from magicstick_host.domain.actions import available_actions
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import Evidence
-from magicstick_host.domain.inspection import build_inspection, rfc3339
+from magicstick_host.domain.inspection import rfc3339
 from magicstick_host.domain.report import (
     REPORT_ANNOTATION,
     build_report,
@@ -110,13 +111,10 @@ def publish_report(
         tick.notes.append(f"report not published: {why}")
         return state
     active = state.operation is not None and not state.operation.terminal
-    inspection = build_inspection(
-        ev,
-        tick.d.profiles,
-        tick.d.limits,
-        observed_at=now.wall,
-        root=tick.d.root,
-        operation_active=active,
+    # this tick's inspection, with the actions as they stand after the tick's own step
+    inspection = dict(tick.inspection)
+    inspection["actions"] = available_actions(
+        ev, inspection["plan"], inspection["gpuMemory"], operation_active=active
     )
     report = build_report(inspection, node_uid=cluster.node_uid, state=state, observed_at=now.wall)
     digest = sha256_hex(report_content_digest_input(report))

@@ -316,7 +316,7 @@ class Tick:
 
     def effect_ports(self, state: State, ev: Evidence, cluster: Cluster) -> EffectPorts:
         store = self.d.store
-        work_dir = Path(getattr(store, "directory", "."))
+        work_dir = store.directory
 
         def heartbeat() -> None:
             # a long step must not let the report go stale; best effort, nothing saved

@@ -42,6 +42,9 @@ FaultHook = Callable[[str], None]
 
 
 class StateStore(Protocol):
+    # the state directory: also where per-operation vars files and logs live
+    directory: Path
+
     def prepare(self) -> None: ...
     def load(self) -> State | None: ...
     def save(self, state: State) -> None: ...
