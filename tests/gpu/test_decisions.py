@@ -13,31 +13,14 @@ from magicstick_host.domain.memory import decide_memory, memory_identity
 from magicstick_host.domain.prepare import decide_prepare
 from magicstick_host.domain.state import Operation
 from tests.domain.builders import TARGET, host, ready_host, strix
+from tests.harness.factories import operation
 
 BOOT = "6f1c2d4e-8a9b-4c3d-9e2f-1a2b3c4d5e6f"
 OTHER_BOOT = "00000000-0000-4000-8000-000000000001"
 
 
 def op(action: str, phase: str, data: dict[str, Any], **kw: Any) -> Operation:
-    base = Operation(
-        request_uid="uid",
-        request_id="a" * 32,
-        action=action,
-        namespace="ai-system",
-        name="host-x",
-        request_digest="0" * 64,
-        plan_id="b" * 64,
-        accepted_boot_id=BOOT,
-        accepted_at="2026-11-30T12:00:00Z",
-        phase=phase,
-        message="m",
-        updated_at="2026-11-30T12:00:00Z",
-        phase_boot_id=BOOT,
-        phase_since_boottime=100.0,
-        reboot_budget=1,
-        data=data,
-    )
-    return replace(base, **kw)
+    return operation(action, phase, boot_id=BOOT, plan_id="b" * 64, data=data, **kw)
 
 
 def at(

@@ -19,6 +19,7 @@ from magicstick_host.domain.intake import (
 )
 from magicstick_host.domain.limits import DEFAULT_LIMITS
 from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State
+from tests.harness.factories import operation
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 BOOT = "3f1e2d4c-5b6a-4978-8a9b-0c1d2e3f4a5b"
@@ -110,23 +111,7 @@ def request(
 
 
 def op(phase: str = "RebootScheduled") -> Operation:
-    return Operation(
-        request_uid="other-uid",
-        request_id="f" * 32,
-        action="reboot",
-        namespace="ai-system",
-        name="host-abc",
-        request_digest="0" * 64,
-        plan_id="",
-        accepted_boot_id=BOOT,
-        accepted_at="2026-11-30T11:59:00Z",
-        phase=phase,
-        message="m",
-        updated_at="2026-11-30T11:59:00Z",
-        phase_boot_id=BOOT,
-        phase_since_boottime=10.0,
-    )
-
+    return operation("reboot", phase, boot_id=BOOT, request_uid="other-uid", request_id="f" * 32)
 
 def rejected(
     obj: dict[str, Any], state: State | None = None, facts: HostFacts | None = None

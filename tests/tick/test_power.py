@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 
 from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase, Situation, Wait
@@ -10,30 +9,14 @@ from magicstick_host.domain.evidence import Evidence, ScheduledShutdown, Service
 from magicstick_host.domain.limits import DEFAULT_LIMITS
 from magicstick_host.domain.power import SCHEDULE_SHUTDOWN, decide_power
 from magicstick_host.domain.state import Operation, Step
+from tests.harness.factories import operation as make_operation
 
 BOOT = "11111111-1111-4111-8111-111111111111"
 NEW_BOOT = "22222222-2222-4222-8222-222222222222"
 
 
 def operation(action: str = "reboot", phase: str = "Accepted", **kw: object) -> Operation:
-    base = Operation(
-        request_uid="uid",
-        request_id="a" * 32,
-        action=action,
-        namespace="ai-system",
-        name="host-x",
-        request_digest="0" * 64,
-        plan_id="",
-        accepted_boot_id=BOOT,
-        accepted_at="2026-11-30T12:00:00Z",
-        phase=phase,
-        message="m",
-        updated_at="2026-11-30T12:00:00Z",
-        phase_boot_id=BOOT,
-        phase_since_boottime=100.0,
-        reboot_budget=1,
-    )
-    return replace(base, **kw)  # type: ignore[arg-type]
+    return make_operation(action, phase, boot_id=BOOT, **kw)
 
 
 def evidence(boot: str | None = BOOT, scheduled: str | None = None) -> Evidence:
