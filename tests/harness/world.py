@@ -124,7 +124,9 @@ class World:
         self.clock.reboot()
         # a restarted kubelet reports afresh: no device plugin has registered its GPUs yet
         self.kube.set_node_info(
-            self.node_name, boot_id=new_boot, kernel=load_host(self.root).kernel.release,
+            self.node_name,
+            boot_id=new_boot,
+            kernel=load_host(self.root).kernel.release,
             allocatable={},
         )
         return new_boot
@@ -176,6 +178,13 @@ class World:
         created: dict[str, Any] = self.kube.dashboard_custom().create_namespaced_custom_object(
             GROUP, VERSION, NAMESPACE, PLURAL, body
         )
+        # the host's clock and the apiserver's agree: the fake clock never lags the server's
+        # creationTimestamp (setting up the world can take seconds on a loaded machine)
+        stamp = datetime.fromisoformat(
+            created["metadata"]["creationTimestamp"].replace("Z", "+00:00")
+        )
+        if self.clock.wall < stamp:
+            self.clock.advance((stamp - self.clock.wall).total_seconds())
         return created
 
     def published(self) -> dict[str, Any]:

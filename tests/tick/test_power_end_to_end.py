@@ -3,6 +3,7 @@ host simulator through the restart."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -96,8 +97,9 @@ def test_a_replayed_request_id_is_rejected_with_nothing_run(world: World, kube: 
 
 
 def test_an_expired_request_is_rejected_with_nothing_run(world: World) -> None:
-    world.create_request("reboot")
-    world.clock.advance(301)
+    created = world.create_request("reboot")
+    stamp = datetime.fromisoformat(created["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    world.clock.advance((stamp + timedelta(seconds=301) - world.clock.wall).total_seconds())
     world.tick()
     assert phase(world) == "Rejected"
     assert "no action was executed" in world.hostop()["status"]["message"]  # type: ignore[index]
