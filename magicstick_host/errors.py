@@ -98,6 +98,13 @@ class KubePermanentError(KubeError):
     code = "kube-permanent"
 
 
+class KubeConfigError(KubePermanentError):
+    """The kubeconfig exists but cannot be used: bad input, not an outage."""
+
+    code = "kubeconfig-invalid"
+    exit_code = ExitCode.BAD_INPUT
+
+
 class KubeNotFoundError(KubePermanentError):
     code = "kube-not-found"
 

@@ -32,7 +32,7 @@ from magicstick_host.domain.prepare import MODULE_NAME
 from magicstick_host.domain.profiles import Profile
 from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State
 from magicstick_host.effects import EffectPorts, perform
-from magicstick_host.errors import ExitCode, KubeError
+from magicstick_host.errors import ExitCode, KubeConfigError, KubeError
 from magicstick_host.ports.clock import Clock, Instant
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.kube import KubePort, hostoperation_name
@@ -96,6 +96,7 @@ class Tick:
         self.d = deps
         self.notes: list[str] = []
         self.inspection: dict[str, Any] = {}
+        self.exit_code = ExitCode.OK
 
     def run(self) -> TickResult:
         ev = self.d.gather()
@@ -113,7 +114,7 @@ class Tick:
         state = publish_all(self, state, ev, now, cluster)
         op = state.operation
         where = f"{op.action} {op.phase}" if op else "idle"
-        return TickResult(ExitCode.OK, "; ".join([where, *self.notes]))
+        return TickResult(self.exit_code, "; ".join([where, *self.notes]))
 
     def situation(self, ev: Evidence, now: Instant, cluster: Cluster) -> Situation:
         return Situation(
@@ -173,6 +174,9 @@ class Tick:
                 module = kube.get_module_activation(NAMESPACE, MODULE_NAME)
         except KubeError as exc:
             self.notes.append(f"kubernetes: {exc}")
+            if isinstance(exc, KubeConfigError):
+                # the local operation still advances; the exit code tells the operator
+                self.exit_code = exc.exit_code
             return Cluster(error=str(exc))
         return Cluster(node=node, request=request, module_activation=module)
 

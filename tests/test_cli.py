@@ -151,3 +151,18 @@ def test_the_real_executor_refuses_a_simulated_root(
                        "--node-name", "strix-01")
     assert code == ExitCode.BAD_INPUT and "needs --root /" in err
     assert err.count("\n") == 1
+
+
+def test_a_malformed_kubeconfig_is_bad_input_in_one_line_and_local_work_goes_on(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "h")
+    kubeconfig = tmp_path / "k3s.yaml"
+    kubeconfig.write_text("garbage: [\n")
+    code, out, err = run(capsys, "tick", "--root", str(tmp_path / "h"), "--executor", "sim",
+                         "--state-dir", str(tmp_path / "s"), "--kubeconfig", str(kubeconfig),
+                         "--node-name", "strix-01")
+    assert code == ExitCode.BAD_INPUT
+    assert err.count("\n") == 1 and "cannot load kubeconfig" in err and "Traceback" not in err
+    assert out == ""
+    assert (tmp_path / "s").is_dir()

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from magicstick_host.errors import (
+    KubeConfigError,
     KubeConflictError,
     KubeNotFoundError,
     KubePermanentError,
@@ -126,8 +127,10 @@ class RealKube:
                 loader: Any = config  # the client's own annotations are partial
                 self._client = loader.new_client_from_config(config_file=self.kubeconfig)
             except Exception as exc:  # config errors come in many types
-                raise KubePermanentError(
-                    f"cannot load kubeconfig {self.kubeconfig}: {exc}"
+                # one line: YAML errors come with line breaks and carets
+                detail = " ".join(str(exc).split())
+                raise KubeConfigError(
+                    f"cannot load kubeconfig {self.kubeconfig}: {detail}"
                 ) from exc
         return self._client
 
