@@ -90,6 +90,12 @@ def test_start_timeout_outlasts_the_30_minute_playbook_step() -> None:
     assert 30 < timeout <= 60
 
 
+def test_a_stop_lets_a_running_apt_finish_instead_of_killing_dpkg() -> None:
+    service = parse_unit(UNITS / SERVICE)["Service"]
+    assert one(service, "KillMode") == "mixed"  # SIGTERM to the tick only
+    assert minutes(one(service, "TimeoutStopSec")) >= 10
+
+
 def test_hardening_keeps_apt_initramfs_sysfs_and_devices_working() -> None:
     service = parse_unit(UNITS / SERVICE)["Service"]
     for key in FORBIDDEN + LEFT_OUT:
