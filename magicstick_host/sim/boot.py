@@ -18,6 +18,7 @@ A boot is a function of the tree and host.json only. It gives a new boot ID and:
 from __future__ import annotations
 
 import shutil
+import uuid
 from pathlib import Path
 
 from magicstick_host.sim import catalog
@@ -28,7 +29,7 @@ from magicstick_host.sim.drivers import (
     companion_binds,
     driver_comes_up,
 )
-from magicstick_host.sim.model import TTM_MODULES, Host, Module, default_boot_id
+from magicstick_host.sim.model import BOOT_ID_NAMESPACE, TTM_MODULES, Host, Module
 from magicstick_host.sim.modprobe import module_options
 from magicstick_host.sim.writer import load_host, write_host
 
@@ -41,7 +42,9 @@ def boot_host(root: Path) -> str:
     host = load_host(root)
     _clear_run(Path(root))
     host.boot_count += 1
-    host.boot_id = default_boot_id(host.scenario, host.boot_count)
+    # derived from the previous boot, so two hosts of one scenario never share a boot ID,
+    # while a given host still boots deterministically (stable golden output)
+    host.boot_id = str(uuid.uuid5(BOOT_ID_NAMESPACE, f"{host.boot_id}#{host.boot_count}"))
     host.shutdown = None
     host.reboot_required_pkgs = None
     host.modprobe_files = {p: t for p, t in host.modprobe_files.items()
