@@ -121,21 +121,33 @@ def test_the_subprocess_guard_stops_real_commands() -> None:
         subprocess.run(["true"], check=False)
 
 
+def tick_on_sim_host(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    *,
+    kubeconfig_text: str = "apiVersion: v1\nkind: Config\n",
+    executor: str = "sim",
+) -> tuple[int, str, str]:
+    """One `tick` against a simulated ready host, state in tmp_path/state."""
+    if not (tmp_path / "h").exists():
+        create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "h")
+    kubeconfig = tmp_path / "k3s.yaml"
+    kubeconfig.write_text(kubeconfig_text)
+    return run(capsys, "tick", "--root", str(tmp_path / "h"), "--executor", executor,
+               "--state-dir", str(tmp_path / "state"), "--kubeconfig", str(kubeconfig),
+               "--node-name", "strix-01")
+
+
 def test_tick_exits_busy_and_quietly_while_the_maintenance_lock_is_held(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     from magicstick_host.ports.lock import MaintenanceLock
     from magicstick_host.ports.state_store import FileStateStore
 
-    create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "h")
-    kubeconfig = tmp_path / "k3s.yaml"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
     state = tmp_path / "state"
     FileStateStore(state).prepare()
     with MaintenanceLock(state / "maintenance.lock"):  # host convergence is running
-        code, out, err = run(capsys, "tick", "--root", str(tmp_path / "h"), "--executor", "sim",
-                             "--state-dir", str(state), "--kubeconfig", str(kubeconfig),
-                             "--node-name", "strix-01")
+        code, out, err = tick_on_sim_host(capsys, tmp_path)
     assert code == ExitCode.BUSY and out == "" and err == ""
     assert not (state / "state.json").exists()
 
@@ -143,12 +155,7 @@ def test_tick_exits_busy_and_quietly_while_the_maintenance_lock_is_held(
 def test_the_real_executor_refuses_a_simulated_root(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "h")
-    kubeconfig = tmp_path / "k3s.yaml"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
-    code, _, err = run(capsys, "tick", "--root", str(tmp_path / "h"), "--executor", "real",
-                       "--state-dir", str(tmp_path / "s"), "--kubeconfig", str(kubeconfig),
-                       "--node-name", "strix-01")
+    code, _, err = tick_on_sim_host(capsys, tmp_path, executor="real")
     assert code == ExitCode.BAD_INPUT and "needs --root /" in err
     assert err.count("\n") == 1
 
@@ -156,13 +163,8 @@ def test_the_real_executor_refuses_a_simulated_root(
 def test_a_malformed_kubeconfig_is_bad_input_in_one_line_and_local_work_goes_on(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "h")
-    kubeconfig = tmp_path / "k3s.yaml"
-    kubeconfig.write_text("garbage: [\n")
-    code, out, err = run(capsys, "tick", "--root", str(tmp_path / "h"), "--executor", "sim",
-                         "--state-dir", str(tmp_path / "s"), "--kubeconfig", str(kubeconfig),
-                         "--node-name", "strix-01")
+    code, out, err = tick_on_sim_host(capsys, tmp_path, kubeconfig_text="garbage: [\n")
     assert code == ExitCode.BAD_INPUT
     assert err.count("\n") == 1 and "cannot load kubeconfig" in err and "Traceback" not in err
     assert out == ""
-    assert (tmp_path / "s").is_dir()
+    assert (tmp_path / "state").is_dir()

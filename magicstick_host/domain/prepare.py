@@ -23,7 +23,6 @@ from magicstick_host.domain.decisions import (
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.intake import Accepted
 from magicstick_host.domain.power import (
-    SCHEDULE_SHUTDOWN,
     classify_shutdown,
     shutdown_step,
     waiting_for_new_boot,
@@ -274,5 +273,3 @@ def classify_activation(op: Operation, now: Situation) -> ClassifiedStep | Wait:
         ),
     )
 
-
-__all__ = ["SCHEDULE_SHUTDOWN", "decide_prepare", "prepare_initial_data"]

@@ -153,7 +153,8 @@ class KubeCluster:
         self._ok("DELETE", self.hostoperations_path(name, namespace), body, user="dashboard")
 
 
-def _unavailable(reason: str) -> None:
+def apiserver_unavailable(reason: str) -> None:
+    """Skip with the reason, or fail when CI requires the real apiserver."""
     if os.environ.get(REQUIRE_ENV) == "1":
         pytest.fail(f"the real test apiserver is required ({REQUIRE_ENV}=1) but {reason}",
                     pytrace=False)
@@ -166,7 +167,7 @@ def kube(request: pytest.FixtureRequest,
     try:
         build.ensure_binary()
     except build.GoMissingError as exc:
-        _unavailable(str(exc))
+        apiserver_unavailable(str(exc))
     except build.BuildError as exc:
         pytest.fail(f"building the test apiserver failed:\n{exc}", pytrace=False)
     server = KubeServer(Path(tmp_path_factory.mktemp("kubeserver")))

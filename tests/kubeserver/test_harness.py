@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.kubeserver import build
+from tests.kubeserver.fixtures import apiserver_unavailable
 from tests.kubeserver.harness import KubeServer, StartupError, collection_path, load_manifests
 
 FAKE_GO = """#!/bin/sh
@@ -83,7 +84,7 @@ def test_a_failed_start_carries_both_log_tails(tmp_path: Path) -> None:
     try:
         build.ensure_binary()
     except build.GoMissingError as exc:
-        pytest.skip(str(exc))
+        apiserver_unavailable(str(exc))
     server = KubeServer(tmp_path / "srv", extra_args=["--no-such-flag=1"])
     with pytest.raises(StartupError) as info:
         server.start(timeout=60)
