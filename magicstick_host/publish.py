@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -19,6 +18,7 @@ from magicstick_host.domain.actions import available_actions
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.inspection import rfc3339
+from magicstick_host.domain.plan import clip_message
 from magicstick_host.domain.report import (
     REPORT_ANNOTATION,
     build_report,
@@ -26,7 +26,13 @@ from magicstick_host.domain.report import (
 )
 from magicstick_host.domain.report_policy import encode_report, may_publish, should_write
 from magicstick_host.domain.state import ProcessedRequest, State
-from magicstick_host.errors import KubeConflictError, KubeError, KubeNotFoundError, MagicstickError
+from magicstick_host.errors import (
+    KubeConflictError,
+    KubeError,
+    KubeNotFoundError,
+    KubePermanentError,
+    MagicstickError,
+)
 from magicstick_host.ports.clock import Instant
 
 if TYPE_CHECKING:
@@ -34,14 +40,18 @@ if TYPE_CHECKING:
 
 
 def publish_all(tick: Tick, state: State, ev: Evidence, now: Instant, cluster: Cluster) -> State:
+    """Each part on its own: a status write that fails never holds back the Node report."""
     if tick.d.kube is None or cluster.error:
         return state
+    for part in (publish_operation_status, publish_rejections):
+        try:
+            state = part(tick, state, ev, now)
+        except KubeError as exc:
+            tick.notes.append(f"status write deferred: {exc}")
     try:
-        state = publish_operation_status(tick, state, ev, now)
-        state = publish_rejections(tick, state, ev, now)
         state = publish_report(tick, state, ev, now, cluster)
     except KubeError as exc:
-        tick.notes.append(f"publish deferred: {exc}")
+        tick.notes.append(f"report deferred: {exc}")
     return state
 
 
@@ -55,16 +65,26 @@ def publish_operation_status(tick: Tick, state: State, ev: Evidence, now: Instan
     if digest == op.published_status_digest:
         return state
     tick.d.crash("before-status-patch")
+    refused = ""
     try:
         kube.patch_hostoperation_status(op.namespace, op.name, status, uid=op.request_uid)
     except (KubeNotFoundError, KubeConflictError):
         # the object is gone or replaced: its status can never be written; the supervise step
         # of the next tick stops an active operation for that
         tick.notes.append(f"HostOperation {op.name} is gone; status not written")
+    except KubePermanentError as exc:
+        # the server answered and refused this status (403, 422: e.g. an older CRD)
+        refused = clip_message(f"{rfc3339(now.wall)}: {exc}")[:1024]
+        tick.notes.append(f"status write refused: {exc}")
     tick.d.crash("after-status-patch")
-    published = replace(op, published_status_digest=digest)
+    # a refused status counts as published: it is tried again only once it changes
+    published = replace(op, published_status_digest=digest, status_refused=refused)
     return tick.save(
-        replace(state, operation=published), "status-published", ev, now, journal=False
+        replace(state, operation=published),
+        "status-refused" if refused else "status-published",
+        ev,
+        now,
+        journal=bool(refused),
     )
 
 
@@ -73,14 +93,19 @@ def publish_rejections(tick: Tick, state: State, ev: Evidence, now: Instant) -> 
     pending = [p for p in state.processed if p.pending_status is not None]
     if kube is None or not pending:
         return state
+    refusals: list[str] = []
     for entry in pending:
         assert entry.pending_status is not None
         tick.d.crash("before-status-patch")
-        # deleted or replaced meanwhile: nobody is waiting on this status any more
-        with contextlib.suppress(KubeNotFoundError, KubeConflictError):
+        try:
             kube.patch_hostoperation_status(
                 entry.namespace, entry.name, entry.pending_status, uid=entry.request_uid
             )
+        except (KubeNotFoundError, KubeConflictError):
+            pass  # deleted or replaced meanwhile: nobody is waiting on this status any more
+        except KubePermanentError as exc:
+            refusals.append(f"{entry.request_id}: {exc}")
+            tick.notes.append(f"rejection status refused: {exc}")
         tick.d.crash("after-status-patch")
         done = ProcessedRequest(entry.request_uid, entry.request_id, entry.phase)
         state = replace(
@@ -89,7 +114,8 @@ def publish_rejections(tick: Tick, state: State, ev: Evidence, now: Instant) -> 
                 done if p.request_uid == entry.request_uid else p for p in state.processed
             ),
         )
-    return tick.save(state, "rejection-published", ev, now)
+    event = "rejection-refused" if refusals else "rejection-published"
+    return tick.save(state, event, ev, now)
 
 
 def _parse(value: str) -> datetime | None:

@@ -28,14 +28,15 @@ from magicstick_host.domain.intake import (
 )
 from magicstick_host.domain.limits import DEFAULT_LIMITS, Limits
 from magicstick_host.domain.operations import OPERATIONS
-from magicstick_host.domain.prepare import MODULE_NAME
+from magicstick_host.domain.plan import clip_message
+from magicstick_host.domain.prepare import APPLIANCE_NAME, MODULE_NAME, REGISTRATION_PHASES
 from magicstick_host.domain.profiles import Profile
 from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State
 from magicstick_host.effects import EffectPorts, perform
 from magicstick_host.errors import ExitCode, KubeConfigError, KubeError
 from magicstick_host.ports.clock import Clock, Instant
 from magicstick_host.ports.hostfs import RootedHostFS
-from magicstick_host.ports.kube import KubePort, hostoperation_name
+from magicstick_host.ports.kube import APPLIANCES, GROUP, VERSION, KubePort, hostoperation_name
 from magicstick_host.ports.lock import MaintenanceLock
 from magicstick_host.ports.runner import CommandRunner
 from magicstick_host.ports.state_store import StateStore
@@ -78,6 +79,8 @@ class Cluster:
     node: dict[str, Any] | None = None
     request: dict[str, Any] | None = None
     module_activation: dict[str, Any] | None = None
+    appliance: dict[str, Any] | None = None
+    appliance_served: bool | None = None
     error: str = ""
 
     @property
@@ -124,6 +127,8 @@ class Tick:
             limits=self.d.limits,
             node=cluster.node,
             module_activation=cluster.module_activation,
+            appliance=cluster.appliance,
+            appliance_served=cluster.appliance_served,
             cluster_ok=not cluster.error and cluster.node is not None,
             plan=self.inspection["plan"],
             gpu_memory=self.inspection["gpuMemory"],
@@ -169,16 +174,28 @@ class Tick:
             actions = {(request or {}).get("spec", {}).get("action")}
             if state.operation is not None and not state.operation.terminal:
                 actions.add(state.operation.action)
+            kinds = [OPERATIONS[a] for a in actions if a in OPERATIONS]
             module = None
-            if any(OPERATIONS[a].reads_module_activation for a in actions if a in OPERATIONS):
+            if any(kind.reads_module_activation for kind in kinds):
                 module = kube.get_module_activation(NAMESPACE, MODULE_NAME)
+            appliance, served = None, None
+            op = state.operation
+            if op is not None and not op.terminal and op.phase in REGISTRATION_PHASES:
+                served = kube.serves(f"{GROUP}/{VERSION}", APPLIANCES)
+                appliance = kube.get_appliance(NAMESPACE, APPLIANCE_NAME) if served else None
         except KubeError as exc:
             self.notes.append(f"kubernetes: {exc}")
             if isinstance(exc, KubeConfigError):
                 # the local operation still advances; the exit code tells the operator
                 self.exit_code = exc.exit_code
             return Cluster(error=str(exc))
-        return Cluster(node=node, request=request, module_activation=module)
+        return Cluster(
+            node=node,
+            request=request,
+            module_activation=module,
+            appliance=appliance,
+            appliance_served=served,
+        )
 
     # -- 1. supervise the active operation's request ------------------------------------------
 
@@ -230,7 +247,7 @@ class Tick:
         if isinstance(review, Rejected):
             status = {
                 "phase": "Rejected",
-                "message": review.message,
+                "message": clip_message(review.message),
                 "requestId": review.request_id,
                 "startedAt": rfc3339(now.wall),
                 "updatedAt": rfc3339(now.wall),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from magicstick_host.collect.reader import Reader
-from magicstick_host.domain.evidence import ScheduledShutdown, ServicesInfo
+from magicstick_host.domain.evidence import GPU_PUBLISHER, ScheduledShutdown, ServicesInfo
 from magicstick_host.domain.parsers.shutdown import parse_scheduled_shutdown
 from magicstick_host.ports.hostfs import HostReadError
 
@@ -18,6 +18,9 @@ def collect_services(r: Reader, cmdline: tuple[str, ...] | None) -> ServicesInfo
         # unknown never means "act": an unreadable marker does not ask for a reboot
         reboot_required=r.exists("/run/reboot-required", "services.reboot_required",
                                  otherwise=False),
+        # best effort: an unreadable path skips the refresh, which never stops the handoff
+        gpu_publisher_present=r.exists(GPU_PUBLISHER, "services.gpu_publisher_present",
+                                       otherwise=False),
     )
 
 

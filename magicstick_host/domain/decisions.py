@@ -22,6 +22,10 @@ class Situation:
     # could not be asked this tick (then nothing that needs it may proceed)
     node: dict[str, Any] | None = None
     module_activation: dict[str, Any] | None = None
+    # Appliance `local` (None: not there); `appliance_served` False when the cluster has no
+    # Appliance CRD at all, None when it was not asked this tick
+    appliance: dict[str, Any] | None = None
+    appliance_served: bool | None = None
     cluster_ok: bool = False
     plan: dict[str, Any] = field(default_factory=dict)
     gpu_memory: dict[str, Any] = field(default_factory=dict)
@@ -40,6 +44,7 @@ class RunStep:
     # recorded before the effect: a reboot that may happen counts against the budget
     uses_reboot: bool = False
     data_on_done: dict[str, Any] = field(default_factory=dict)
+    data_on_failure: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ INTEL_VENDOR = "8086"
 # gfx1151 as the KFD topology writes it: major*10000 + minor*100 + stepping
 GFX1151_TARGET_VERSION = 110501
 MANAGED_TTM_FILE = "/etc/modprobe.d/90-magicstick-ttm.conf"
+# the appliance's GPU evidence publisher (operations.md, prepare-gpu step 5)
+GPU_PUBLISHER = "/usr/local/sbin/magicstick-gpu-publish"
 TTM_MODULE_NAMES = ("ttm", "amdttm", "amd_ttm")
 
 
@@ -189,6 +191,8 @@ class ServicesInfo:
     cloud_init_present: bool = True
     shutdown_scheduled: ScheduledShutdown | None = None
     reboot_required: bool = False
+    # the appliance's GPU evidence publisher, run just before the runtime handoff
+    gpu_publisher_present: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ class Limits:
     # prepare-gpu
     driver_ready_deadline_s: float = 300.0
     registration_deadline_s: float = 900.0
+    gpu_publisher_timeout_s: float = 90.0
     playbook_timeout_s: float = 1800.0
     # configure-gpu-memory
     companion_driver_deadline_s: float = 600.0

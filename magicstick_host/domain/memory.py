@@ -2,7 +2,8 @@
 
 Two settings, each active only after a restart, at most two restarts in all:
 1. the firmware carve-out (uma/carveout): write → restart → verify it is active and nothing else
-   about the host changed (an NVIDIA companion gets up to 600 s to bind);
+   about the host changed: the display hardware first, then the driver bindings (an unchanged
+   but not-yet-bound GPU gets up to 600 s to bind; a different GPU or a wrong driver stops);
 2. the TTM limit, authorised by the *actual* post-boot MemTotal: the memory playbook writes the
    managed modprobe file and the initramfs → restart → verify the exact limit is active.
 No automatic retry, no rollback, no live TTM write, no amdgpu.gttsize.
@@ -30,6 +31,14 @@ WRITE_CARVEOUT = "write-carveout"
 WRITE_TTM = "write-ttm-config"
 
 
+def display_devices(ev: Evidence) -> list[dict[str, str | None]]:
+    """The complete display inventory with its driver bindings, as the messages show it."""
+    return [
+        {"address": d.address, "pciId": d.pci_id, "driver": d.driver}
+        for d in sorted(ev.pci.devices, key=lambda d: d.address)
+    ]
+
+
 def memory_identity(ev: Evidence) -> dict[str, Any]:
     """What must not change across the restarts (the carve-out capacity is excluded)."""
     return {
@@ -37,7 +46,34 @@ def memory_identity(ev: Evidence) -> dict[str, Any]:
         "os": [ev.os.id, ev.os.version_id],
         "fingerprint": hardware_fingerprint(ev),
         "amdDriver": [d.driver for d in ev.pci.strix_halo],
+        "devices": display_devices(ev),
     }
+
+
+def _describe(devices: list[dict[str, Any]]) -> str:
+    return ", ".join(
+        f"{d['pciId']} at {d['address']} ({d.get('driver') or 'unbound'})" for d in devices
+    ) or "no display devices"
+
+
+_REQUIRED_DRIVER = {"strix": "amdgpu", NVIDIA_VENDOR: "nvidia"}
+
+
+def binding_problems(ev: Evidence) -> tuple[str | None, str | None]:
+    """(wrong, waiting) for the driver bindings the capability requires: the Strix Halo bound
+    to amdgpu and every other display GPU an NVIDIA GPU bound to nvidia. `waiting` names a GPU
+    that is not bound yet; `wrong` one bound to another driver, or another kind of GPU."""
+    waiting: str | None = None
+    for dev in sorted(ev.pci.devices, key=lambda d: d.address):
+        name = f"{dev.pci_id} at {dev.address}"
+        wanted = _REQUIRED_DRIVER.get("strix" if dev.is_strix_halo else dev.vendor)
+        if wanted is None:
+            return f"the display GPU {name} is neither the Strix Halo nor an NVIDIA GPU", None
+        if dev.driver is None:
+            waiting = waiting or f"the GPU {name} is not bound to {wanted} yet"
+        elif dev.driver != wanted:
+            return f"the GPU {name} is bound to {dev.driver}, not {wanted}", None
+    return None, waiting
 
 
 def memory_initial_data(req: Accepted, now: Situation) -> dict[str, Any]:
@@ -101,6 +137,9 @@ def _carveout_stage(op: Operation, now: Situation) -> Decision:
             now.limits,
             why=f"The firmware memory choice {data['carveoutIndex']} takes effect at restart. ",
         )
+    changed = _bindings_changed(ev)
+    if changed is not None:
+        return changed
     device = _strix(ev)
     uma = device.uma if device is not None else None
     if device is None or uma is None or device.address != data["pciAddress"]:
@@ -138,6 +177,9 @@ def _ttm_stage(op: Operation, now: Situation) -> Decision:
             now.limits,
             why=f"The dynamic GPU memory limit {limit} MiB takes effect at restart. ",
         )
+    changed = _bindings_changed(ev)
+    if changed is not None:
+        return changed
     mem_total = ev.memory.mem_total_mi
     if mem_total is None or limit + limits.system_reserve_mi > mem_total:
         return SetPhase(
@@ -163,23 +205,43 @@ def _ttm_stage(op: Operation, now: Situation) -> Decision:
 
 def _verify(op: Operation, now: Situation) -> Decision:
     ev, data, limits = now.ev, op.data, now.limits
-    unbound = [d for d in ev.pci.devices if d.vendor == NVIDIA_VENDOR and d.driver is None]
-    if unbound:
-        if now.boottime - op.phase_since_boottime <= limits.companion_driver_deadline_s:
-            return Wait("Verifying: waiting for the NVIDIA companion driver to bind.")
-        return SetPhase(
-            "Failed",
-            f"The NVIDIA GPU at {unbound[0].address} did not bind within "
-            f"{int(limits.companion_driver_deadline_s)} s.",
-        )
-    expected, found = data["identity"], memory_identity(ev)
-    for key in ("kernel", "os", "fingerprint", "amdDriver"):
-        if expected[key] != found[key]:
+    # None: recorded by the previous worker version, which kept no identity
+    expected: dict[str, Any] | None = data.get("identity")
+    found = memory_identity(ev)
+    if expected is not None:
+        # the hardware first: a different GPU is never "waiting for its driver"
+        if expected["fingerprint"] != found["fingerprint"]:
+            before = expected.get("devices")
+            was = f" (before: {_describe(before)})" if before is not None else ""
             return SetPhase(
                 "Failed",
-                f"After the restart the host's {key} changed: expected "
-                f"{expected[key]}, found {found[key]}. Nothing was repeated.",
+                f"After the restart the display hardware is not the one the request was "
+                f"approved for: found {_describe(found['devices'])}{was}. Nothing was written "
+                "and the computer is not restarted again.",
             )
+        for key in ("kernel", "os"):
+            if expected[key] != found[key]:
+                return SetPhase(
+                    "Failed",
+                    f"After the restart the host's {key} changed: expected "
+                    f"{expected[key]}, found {found[key]}. Nothing was repeated.",
+                )
+    wrong, waiting = binding_problems(ev)
+    if wrong is not None:
+        return SetPhase(
+            "Failed",
+            f"After the restart {wrong} ({_describe(found['devices'])}); GPU memory control "
+            "needs the Strix Halo on amdgpu and NVIDIA GPUs on nvidia. Nothing was written and "
+            "the computer is not restarted again.",
+        )
+    if waiting is not None:
+        if now.boottime - op.phase_since_boottime <= limits.companion_driver_deadline_s:
+            return Wait(f"Verifying: waiting for the companion driver ({waiting}).")
+        return SetPhase(
+            "Failed",
+            f"After the restart {waiting} within {int(limits.companion_driver_deadline_s)} s. "
+            "Nothing was written and the computer is not restarted again.",
+        )
     if ev.ttm.overrides:
         return SetPhase(
             "Failed",
@@ -209,6 +271,19 @@ def _verify(op: Operation, now: Situation) -> Decision:
             f"after the restart, expected {data['dynamicLimitMi']} MiB.",
         )
     return SetPhase("Succeeded", "The GPU memory settings are active as chosen.")
+
+
+def _bindings_changed(ev: Evidence) -> SetPhase | None:
+    """Before a write: the bindings must still be what the capability was approved on."""
+    wrong, waiting = binding_problems(ev)
+    problem = wrong or waiting
+    if problem is None:
+        return None
+    return SetPhase(
+        "Failed",
+        f"The GPU driver bindings changed since the request was reviewed: {problem} "
+        f"({_describe(display_devices(ev))}); nothing was written.",
+    )
 
 
 def _classify(op: Operation, now: Situation) -> ClassifiedStep:

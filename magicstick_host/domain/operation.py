@@ -120,7 +120,11 @@ def finish_step(
     if ok:
         change = SetPhase(run.phase_on_done, run.message_on_done, data=run.data_on_done)
     else:
-        change = SetPhase(run.phase_on_failure, f"{run.message_on_failure} {detail}".strip())
+        change = SetPhase(
+            run.phase_on_failure,
+            f"{run.message_on_failure} {detail}".strip(),
+            data=run.data_on_failure,
+        )
     return set_phase(closed, change, boot_id=boot_id, wall=wall, boottime=boottime)
 
 

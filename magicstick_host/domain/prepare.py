@@ -20,7 +20,7 @@ from magicstick_host.domain.decisions import (
     Situation,
     Wait,
 )
-from magicstick_host.domain.evidence import Evidence
+from magicstick_host.domain.evidence import GPU_PUBLISHER, Evidence
 from magicstick_host.domain.intake import Accepted
 from magicstick_host.domain.power import (
     classify_shutdown,
@@ -31,9 +31,13 @@ from magicstick_host.domain.readiness import amd_host_driver_ready
 from magicstick_host.domain.state import Operation
 
 INSTALL_PACKAGES = "install-packages"
+REFRESH_EVIDENCE = "refresh-gpu-evidence"
 ACTIVATE_MODULE = "activate-module"
 MODULE_NAME = "amd-gpu"
 NAMESPACE = "ai-system"
+APPLIANCE_NAME = "local"
+# the legacy Validating phase completes through the same registration checks
+REGISTRATION_PHASES = ("Registering", "Validating")
 
 
 def module_identity(module: dict[str, Any] | None) -> dict[str, str] | None:
@@ -103,6 +107,8 @@ def decide_prepare(op: Operation, now: Situation) -> Decision:
             return classify_install(op, ev)
         if step.name == ACTIVATE_MODULE:
             return classify_activation(op, now)
+        if step.name == REFRESH_EVIDENCE:
+            return classify_refresh(op)
         return classify_shutdown(op, ev)
     if op.phase == "Accepted":
         return SetPhase("Preparing", "Preparing the host: checking the reviewed plan.")
@@ -131,7 +137,7 @@ def decide_prepare(op: Operation, now: Situation) -> Decision:
                 f"{int(now.limits.driver_ready_deadline_s)} s: {why}. Nothing was repeated.",
             )
         return Wait(f"Verifying: waiting for the GPU driver ({why}).")
-    if op.phase in ("Registering", "Validating"):
+    if op.phase in REGISTRATION_PHASES:
         return _registering(op, now)
     return Wait(f"Waiting in phase {op.phase}.")
 
@@ -185,6 +191,19 @@ def handoff(op: Operation, now: Situation) -> Decision:
             f"ModuleActivation {MODULE_NAME} changed since this preparation started; it was not "
             "overwritten. Review the module settings, then prepare again.",
         )
+    if now.ev.services.gpu_publisher_present and "evidenceRefresh" not in data:
+        # the operator judges eligibility from this evidence: refresh it for the new boot
+        return RunStep(
+            step=REFRESH_EVIDENCE,
+            inputs={"path": GPU_PUBLISHER, "timeoutSeconds": now.limits.gpu_publisher_timeout_s},
+            phase_on_done=op.phase,
+            message_on_done="The operator's GPU evidence was refreshed; handing the GPU over.",
+            message_on_failure="Refreshing the operator's GPU evidence failed; the handoff goes "
+            "on without it.",
+            phase_on_failure=op.phase,
+            data_on_done={"evidenceRefresh": "done"},
+            data_on_failure={"evidenceRefresh": "failed"},
+        )
     resource_version = str((current or {}).get("metadata", {}).get("resourceVersion", ""))
     return RunStep(
         step=ACTIVATE_MODULE,
@@ -194,10 +213,56 @@ def handoff(op: Operation, now: Situation) -> Decision:
             "spec": desired_module_spec(str(data["gpuProfile"])),
         },
         phase_on_done="Registering",
-        message_on_done="The runtime profile was activated; waiting for the GPU to register.",
+        message_on_done="The runtime profile was activated; waiting for the GPU to register."
+        + _refresh_note(op),
         message_on_failure="Handing the GPU over to the runtime failed; nothing was overwritten.",
         phase_on_failure="Interrupted",
     )
+
+
+def _refresh_note(op: Operation) -> str:
+    outcome = op.data.get("evidenceRefresh")
+    if outcome in (None, "done"):
+        return ""
+    detail = next((s.detail for s in reversed(op.steps) if s.name == REFRESH_EVIDENCE), "")
+    return f" The GPU evidence refresh did not complete ({outcome}: {detail})."
+
+
+def registration_eligibility(now: Situation, node_uid: str, boot_id: str) -> tuple[bool, str]:
+    """(eligible, why) from the operator's Appliance status (contract.md, "Appliance").
+
+    Without an Appliance CRD (plain K3s without the operator) nobody judges eligibility:
+    (True, "") and the success message says so."""
+    if now.appliance_served is False:
+        return True, ""
+    if now.appliance_served is None:
+        return False, "the operator's Appliance status could not be read"
+    status = (now.appliance or {}).get("status") or {}
+    operators = status.get("hardwareOperators") if isinstance(status, dict) else None
+    amd = operators.get(MODULE_NAME) if isinstance(operators, dict) else None
+    compatibility = amd.get("compatibility") if isinstance(amd, dict) else None
+    nodes = compatibility.get("nodes") if isinstance(compatibility, dict) else None
+    entries = [n for n in nodes if isinstance(n, dict)] if isinstance(nodes, list) else []
+    entry = next((n for n in entries if n.get("nodeUid") == node_uid), None)
+    if entry is None:
+        return False, "the operator has not reported this node in Appliance local yet"
+    if entry.get("hostBootId") != boot_id:
+        return False, "the operator's GPU evidence for this node is from another boot"
+    if not isinstance(entry.get("hostFingerprint"), str) or not entry["hostFingerprint"]:
+        return False, "the operator's GPU evidence for this node has no hardware fingerprint"
+    for key, what in (
+        ("eligible", "eligible"),
+        ("hostDriverReady", "driver-ready"),
+        ("resourceRegistered", "registered"),
+    ):
+        if entry.get(key) is not True:
+            return False, f"the operator does not mark this node {what} yet"
+    return True, ""
+
+
+def _names_profile(module: dict[str, Any] | None, gpu_profile: str) -> bool:
+    params = ((module or {}).get("spec") or {}).get("parameters") or {}
+    return isinstance(params, dict) and params.get("compatibilityProfile") == gpu_profile
 
 
 def _registering(op: Operation, now: Situation) -> Decision:
@@ -206,19 +271,44 @@ def _registering(op: Operation, now: Situation) -> Decision:
         return SetPhase(
             "Interrupted", "The host restarted during registration; nothing was repeated."
         )
+    profile = str(op.data["gpuProfile"])
+    if now.cluster_ok and not _names_profile(now.module_activation, profile):
+        return SetPhase(
+            "Interrupted",
+            f"ModuleActivation {MODULE_NAME} no longer names the runtime profile {profile}; "
+            "someone changed the module decision during registration. Nothing was overwritten.",
+        )
     ready, why = _strix_ready(ev)
     gpus = _allocatable_gpus(now.node) if now.cluster_ok else 0
-    if ready and gpus > 0:
-        return SetPhase("Succeeded", f"The GPU is ready and registered ({gpus} amd.com/gpu).")
+    node_uid = str(((now.node or {}).get("metadata") or {}).get("uid", ""))
+    eligible, not_eligible = (
+        registration_eligibility(now, node_uid, ev.boot_id)
+        if now.cluster_ok
+        else (False, "Kubernetes could not be asked this tick")
+    )
+    if ready and gpus > 0 and eligible:
+        confirmed = (
+            "the operator marks this node eligible, driver-ready and registered"
+            if now.appliance_served
+            else "eligibility was not confirmed by an operator (this cluster has no Appliance "
+            "resource)"
+        )
+        return SetPhase(
+            "Succeeded", f"The GPU is ready and registered ({gpus} amd.com/gpu); {confirmed}."
+        )
+    if not ready:
+        missing = why
+    elif gpus <= 0:
+        missing = "the Node has no allocatable amd.com/gpu"
+    else:
+        missing = not_eligible
     if now.boottime - op.phase_since_boottime > now.limits.registration_deadline_s:
-        missing = why if not ready else "the Node has no allocatable amd.com/gpu"
         return SetPhase(
             "Failed",
             f"The GPU did not register within {int(now.limits.registration_deadline_s)} s: "
             f"{missing}.",
         )
-    waiting = why if not ready else "the device plugin to report amd.com/gpu"
-    return Wait(f"Registering: waiting for {waiting}.")
+    return Wait(f"Registering: waiting because {missing}.")
 
 
 def classify_install(op: Operation, ev: Evidence) -> ClassifiedStep:
@@ -273,3 +363,17 @@ def classify_activation(op: Operation, now: Situation) -> ClassifiedStep | Wait:
         ),
     )
 
+
+
+def classify_refresh(op: Operation) -> ClassifiedStep:
+    """The evidence refresh has no outcome. It never stops the handoff, and is not re-run."""
+    return ClassifiedStep(
+        "unknown",
+        "the worker stopped while the GPU evidence publisher ran",
+        SetPhase(
+            op.phase,
+            "The GPU evidence refresh was interrupted; the handoff goes on without it.",
+            data={"evidenceRefresh": "interrupted"},
+            restart_clock=False,
+        ),
+    )

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.inspection import rfc3339
-from magicstick_host.domain.state import State
+from magicstick_host.domain.state import Block, State
 
 REPORT_ANNOTATION = "appliance.magicstick.dev/host-management"
 REPORT_SCHEMA_VERSION = 1
@@ -34,21 +35,62 @@ def operation_summary(state: State) -> dict[str, Any]:
     }
 
 
+def unavailable_section(kind: str, node_uid: str, message: str) -> dict[str, Any]:
+    """A capability this worker cannot offer: the dashboard shows `message` and no action."""
+    base: dict[str, Any] = {"supported": False, "message": message}
+    if kind == "modelCache":
+        base.update(
+            blocked=False, reclaimableBytes=0, caches=[], totalBytes=0, freeBytes=0
+        )
+    else:
+        base.update(interfaces=[])
+    base["id"] = sha256_hex({"kind": f"{kind}-unavailable/1", "node": node_uid})
+    return base
+
+
+NOT_YET = {
+    "modelCache": "Model cache cleanup is not available from this host worker version.",
+    "network": "Network settings are not available from this host worker version.",
+}
+
+
+def blocked_view(section: dict[str, Any], block: Block) -> dict[str, Any]:
+    """A stopped worker shows itself through what the dashboard reads (contract.md): the
+    capability is withdrawn with the block's message, so the UI offers nothing to reject."""
+    message = f"The host worker is stopped: {block.message}"
+    withdrawn = {**section, "message": message[:2048]}
+    if "state" in section:  # the plan: blocked, and its experiment withdrawn too
+        withdrawn["state"] = "blocked"
+        withdrawn.pop("experiment", None)
+    else:
+        withdrawn["supported"] = False
+    return withdrawn
+
+
 def build_report(
     inspection: dict[str, Any], *, node_uid: str, state: State, observed_at: datetime
 ) -> dict[str, Any]:
     """Everything the dashboard needs, nothing it must not see (no paths, no evidence dump)."""
     ev = inspection["evidence"]
-    blocked = state.block is not None
+    sections: dict[str, dict[str, Any]] = {
+        "plan": inspection["plan"],
+        "gpuMemory": inspection["gpuMemory"],
+        **{
+            kind: inspection.get(kind) or unavailable_section(kind, node_uid, message)
+            for kind, message in NOT_YET.items()
+        },
+    }
+    block = state.block
+    if block is not None:
+        sections = {kind: blocked_view(section, block) for kind, section in sections.items()}
     return {
         "schemaVersion": REPORT_SCHEMA_VERSION,
         "observedAt": rfc3339(observed_at),
         "nodeUid": node_uid,
         "bootId": ev["bootId"],
         "kernel": ev["kernel"]["release"],
-        "plan": inspection["plan"],
-        "actions": [] if blocked else inspection["actions"],
-        "gpuMemory": inspection["gpuMemory"],
+        **sections,
+        "actions": [] if block is not None else inspection["actions"],
         "operation": operation_summary(state),
     }
 

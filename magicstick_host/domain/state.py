@@ -81,6 +81,9 @@ class Operation:
     # digest of the status last written to the HostOperation; a later tick republishes when
     # the current status differs (the API was down, or the process died before the patch)
     published_status_digest: str = ""
+    # why the server refused the last status write (403, 422: e.g. an older CRD); "" when it
+    # took it. A refused status is not retried until the status changes.
+    status_refused: str = ""
     # "uncertain" when a terminal phase was reached by classification rather than proof
     outcome: str = ""
 
@@ -115,6 +118,7 @@ class Operation:
             "steps": [s.to_json() for s in self.steps],
             "data": self.data,
             "publishedStatusDigest": self.published_status_digest,
+            "statusRefused": self.status_refused,
             "outcome": self.outcome,
         }
 
@@ -140,6 +144,7 @@ class Operation:
             steps=tuple(Step.from_json(s) for s in doc["steps"]),
             data=dict(doc["data"]),
             published_status_digest=doc["publishedStatusDigest"],
+            status_refused=doc.get("statusRefused", ""),
             outcome=doc["outcome"],
         )
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from magicstick_host.effects.gpu_evidence import refresh_gpu_evidence
 from magicstick_host.effects.module import activate_module
 from magicstick_host.effects.playbook import run_playbook
 from magicstick_host.effects.shutdown import schedule_shutdown
@@ -66,6 +67,10 @@ def perform(
         )
     if step == "write-carveout":
         return write_carveout(ports.hostfs, str(inputs["pciAddress"]), int(inputs["index"]))
+    if step == "refresh-gpu-evidence":
+        return refresh_gpu_evidence(
+            ports.runner, str(inputs["path"]), float(inputs["timeoutSeconds"])
+        )
     if step == "activate-module":
         return activate_module(ports.kube, inputs)
     raise ValueError(f"no effect named {step!r}")

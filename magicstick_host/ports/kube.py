@@ -40,6 +40,7 @@ GROUP = "appliance.magicstick.dev"
 VERSION = "v1alpha1"
 HOSTOPERATIONS = "hostoperations"
 MODULEACTIVATIONS = "moduleactivations"
+APPLIANCES = "appliances"
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
 
@@ -70,6 +71,12 @@ class KubePort(Protocol):
     ) -> Json: ...
 
     def get_module_activation(self, namespace: str, name: str) -> Json | None: ...
+
+    def get_appliance(self, namespace: str, name: str) -> Json | None: ...
+
+    def serves(self, group_version: str, plural: str) -> bool:
+        """Whether the cluster serves this resource at all (a CRD may be missing)."""
+        ...
 
     def create_module_activation(self, namespace: str, body: Json) -> Json: ...
 
@@ -275,3 +282,17 @@ class RealKube:
         body = {"metadata": {"resourceVersion": resource_version}, "spec": spec}
         path = _custom_path(namespace, MODULEACTIVATIONS, name)
         return self._request("PATCH", path, body, MERGE_PATCH)
+
+    # -- Appliance (read only) and discovery ----------------------------------------------------
+
+    def get_appliance(self, namespace: str, name: str) -> Json | None:
+        return self._get_or_none(_custom_path(namespace, APPLIANCES, name))
+
+    def serves(self, group_version: str, plural: str) -> bool:
+        """Discovery: a missing group/version or resource means the CRD is not installed."""
+        prefix = "/api/" if "/" not in group_version else "/apis/"
+        found = self._get_or_none(prefix + group_version)
+        resources = (found or {}).get("resources")
+        return isinstance(resources, list) and any(
+            isinstance(r, dict) and r.get("name") == plural for r in resources
+        )

@@ -16,6 +16,8 @@ The NVIDIA driver of NVIDIA display devices (`Host.companion_after_boot`):
 - `late`: unbound and the nvidia modules not loaded; the unit is `activating` until
   `companion_binds(root)` binds the devices and makes it `active`.
 - `never`: unbound, the unit `failed`.
+- `vfio-pci` / `nouveau`: bound to that driver instead (a passthrough or a distribution default
+  that took the GPU); the nvidia modules are not loaded and the unit is `failed`.
 The persistenced socket follows the unit: present exactly when it is `active`.
 """
 
@@ -26,7 +28,7 @@ from pathlib import Path
 
 from magicstick_host.sim import catalog
 from magicstick_host.sim.builders import kfd_cpu_node, kfd_gpu_node
-from magicstick_host.sim.model import Host, PciDevice
+from magicstick_host.sim.model import COMPANION_AFTER_BOOT, Host, PciDevice
 
 PERSISTENCED = "nvidia-persistenced"
 STRIX_CONNECTORS = ["DP-1", "DP-2", "HDMI-A-1"]
@@ -137,13 +139,17 @@ def companion_after_boot(host: Host) -> None:
     if mode == "ready":
         companion_ready(host)
         return
-    if mode not in ("late", "never"):
-        raise ValueError(f"companion_after_boot {mode!r}: use ready, late or never")
+    if mode not in COMPANION_AFTER_BOOT:
+        raise ValueError(
+            f"companion_after_boot {mode!r}: use {', '.join(COMPANION_AFTER_BOOT)}"
+        )
     devices = nvidia_displays(host)
     if not devices:
         return
     for dev in devices:
         _unbind(dev)
+        if mode in ("vfio-pci", "nouveau"):
+            _bind(host, dev, mode, [])
     host.modules = [m for m in host.modules if not m.name.startswith("nvidia")]
     if PERSISTENCED in host.units:
         host.units[PERSISTENCED] = "activating" if mode == "late" else "failed"

@@ -10,6 +10,7 @@ Named faults (strings in `Host.faults`, i.e. `.magicstick-sim/host.json`):
   the /boot files, leaves the meta package(s) `install ok half-configured` at their old version,
   and then the process running it dies: `SimulatedCrash` is raised out of `SimRunner.run`.
 - `memory-playbook-fails` (one-shot): the memory playbook fails before writing anything, exit 2.
+- `gpu-publish-fails` (one-shot): the GPU evidence publisher exits 1.
 - `carveout-write` (persistent; set by `break_carveout_write`, cleared by
   `repair_carveout_write`): the worker's write to `uma/carveout` fails; see there.
 
@@ -38,8 +39,15 @@ APT_FAILS = "apt-fails"
 PACKAGE_UNAVAILABLE = "package-unavailable"
 APT_CRASH_HALFWAY = "apt-crash-halfway"
 MEMORY_PLAYBOOK_FAILS = "memory-playbook-fails"
+GPU_PUBLISH_FAILS = "gpu-publish-fails"
 CARVEOUT_WRITE = "carveout-write"
-ONE_SHOT = (APT_FAILS, PACKAGE_UNAVAILABLE, APT_CRASH_HALFWAY, MEMORY_PLAYBOOK_FAILS)
+ONE_SHOT = (
+    APT_FAILS,
+    PACKAGE_UNAVAILABLE,
+    APT_CRASH_HALFWAY,
+    MEMORY_PLAYBOOK_FAILS,
+    GPU_PUBLISH_FAILS,
+)
 PERSISTENT = (SHUTDOWN, CARVEOUT_WRITE)
 
 _FS_IOC_GETFLAGS = 0x80086601

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 MEM_OVERHEAD_KIB = 2_669_568
 TTM_MODULES = ("ttm", "amdttm", "amd_ttm")
 DRIVER_AFTER_BOOT = ("ready", "late", "never")
-COMPANION_AFTER_BOOT = ("ready", "late", "never")
+COMPANION_AFTER_BOOT = ("ready", "late", "never", "vfio-pci", "nouveau")
 # namespace of the deterministic boot IDs
 BOOT_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://magicstick.invalid/sim/boot-id")
 CGROUP_SERVICE = "/system.slice/magicstick-host-management.service"
@@ -201,6 +201,8 @@ class Host:
     shutdown: ScheduledShutdown | None = None
     reboot_required_pkgs: list[str] | None = None  # None: no /run/reboot-required
     merged_usr: bool = True  # /lib, /bin, /sbin are symlinks into /usr
+    # the appliance's GPU evidence publisher (/usr/local/sbin/magicstick-gpu-publish)
+    gpu_publisher: bool = False
 
     # --- derived facts ---
     def carveout_mib(self) -> int:

@@ -44,6 +44,8 @@ def render_os(host: Host, tree: Tree) -> None:
             tree.link(name, f"usr/{name}")
     if host.cloud_init.installed:
         tree.file("usr/bin/cloud-init", "#!/usr/bin/python3\n")
+    if host.gpu_publisher:
+        tree.file("usr/local/sbin/magicstick-gpu-publish", "#!/bin/sh\n")
 
 
 def _proc(host: Host, tree: Tree) -> None:

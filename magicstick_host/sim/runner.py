@@ -6,7 +6,8 @@ tests count what really happened ("exactly one shutdown", "exactly one playbook 
 host's side instead of from mock call lists.
 
 Commands: `systemctl is-active UNIT`, `uname -m`, `shutdown -r|-P +N [text]`, `shutdown -c`,
-`ansible-playbook ... prepare.yml|memory.yml -e @vars.json` (`sim/prepare.py`, `sim/memory.py`).
+`ansible-playbook ... prepare.yml|memory.yml -e @vars.json` (`sim/prepare.py`, `sim/memory.py`),
+and the GPU evidence publisher `/usr/local/sbin/magicstick-gpu-publish` on hosts that have it.
 Anything else exits 127. A playbook fault may raise `SimulatedCrash` (`sim/faults.py`): the
 process running the command died.
 """
@@ -17,10 +18,11 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from magicstick_host.domain.evidence import GPU_PUBLISHER
 from magicstick_host.ports.runner import NOT_FOUND, CommandResult
 from magicstick_host.sim.ansible import PlaybookUsageError, PlayLog, parse_call
 from magicstick_host.sim.effects_log import EFFECTS_LOG, read_effects, record
-from magicstick_host.sim.faults import SHUTDOWN, SimulatedCrash
+from magicstick_host.sim.faults import GPU_PUBLISH_FAILS, SHUTDOWN, SimulatedCrash, take_one_shot
 from magicstick_host.sim.memory import initramfs_argv, run_memory
 from magicstick_host.sim.model import Host, ScheduledShutdown
 from magicstick_host.sim.prepare import run_prepare
@@ -52,6 +54,8 @@ class SimRunner:
             return self._shutdown(host, args)
         if args and args[0].rsplit("/", 1)[-1] == "ansible-playbook":
             return self._playbook(host, args, stdout_path)
+        if args == (GPU_PUBLISHER,) and host.gpu_publisher:
+            return self._gpu_publish(host, args)
         return CommandResult(args, NOT_FOUND, "", f"{args[0]}: not simulated")
 
     def _shutdown(self, host: Host, args: tuple[str, ...]) -> CommandResult:
@@ -72,6 +76,15 @@ class SimRunner:
         write_host(host, self.root)
         record(self.root, host, "shutdown", args)
         return CommandResult(args, 0, "", f"Shutdown scheduled for +{minutes} min\n")
+
+    def _gpu_publish(self, host: Host, args: tuple[str, ...]) -> CommandResult:
+        if take_one_shot(host, GPU_PUBLISH_FAILS):
+            write_host(host, self.root)
+            record(self.root, host, "fault", args, fault=GPU_PUBLISH_FAILS)
+            record(self.root, host, "gpu-publish", args, rc=1)
+            return CommandResult(args, 1, "", "gpu-publish: the operator API is not reachable\n")
+        record(self.root, host, "gpu-publish", args, rc=0)
+        return CommandResult(args, 0, "published GPU evidence\n", "")
 
     def _playbook(
         self, host: Host, args: tuple[str, ...], stdout_path: str | None

@@ -6,11 +6,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from magicstick_host.domain.decisions import RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence, PackageInfo
 from magicstick_host.domain.limits import DEFAULT_LIMITS
 from magicstick_host.domain.memory import decide_memory, memory_identity
-from magicstick_host.domain.prepare import decide_prepare
+from magicstick_host.domain.prepare import decide_prepare, desired_module_spec
 from magicstick_host.domain.state import Operation
 from tests.domain.builders import TARGET, host, ready_host, strix
 from tests.harness.factories import operation
@@ -23,11 +25,16 @@ def op(action: str, phase: str, data: dict[str, Any], **kw: Any) -> Operation:
     return operation(action, phase, boot_id=BOOT, plan_id="b" * 64, data=data, **kw)
 
 
+ACTIVATED = {"spec": desired_module_spec("strix-halo-gfx1151")}
+
+
 def at(
     ev: Evidence,
     boottime: float = 110.0,
     node: dict[str, Any] | None = None,
-    module: dict[str, Any] | None = None,
+    module: dict[str, Any] | None = ACTIVATED,
+    appliance: dict[str, Any] | None = None,
+    appliance_served: bool | None = False,
 ) -> Situation:
     return Situation(
         ev=ev,
@@ -36,6 +43,8 @@ def at(
         limits=DEFAULT_LIMITS,
         node=node,
         module_activation=module,
+        appliance=appliance,
+        appliance_served=appliance_served,
         cluster_ok=node is not None,
     )
 
@@ -88,6 +97,73 @@ def test_registration_fails_after_900_s_without_the_device_plugin() -> None:
     late = decide_prepare(registering, at(ready_host(), 100 + 901, node={}))
     assert isinstance(late, SetPhase) and late.phase == "Failed"
     assert "amd.com/gpu" in late.message
+
+
+NODE_UID = "node-uid-1"
+READY_NODE = {"metadata": {"uid": NODE_UID}, "status": {"allocatable": {"amd.com/gpu": "1"}}}
+
+
+def appliance_with(**entry: Any) -> dict[str, Any]:
+    node = {
+        "nodeUid": NODE_UID,
+        "hostBootId": ready_host().boot_id,
+        "hostFingerprint": "f" * 64,
+        "eligible": True,
+        "hostDriverReady": True,
+        "resourceRegistered": True,
+        **entry,
+    }
+    return {"status": {"hardwareOperators": {"amd-gpu": {"compatibility": {"nodes": [node]}}}}}
+
+
+def registering_at(appliance: dict[str, Any] | None, served: bool | None = True) -> Any:
+    registering = op("prepare-gpu", "Registering", PREPARE)
+    return decide_prepare(
+        registering,
+        at(ready_host(), node=READY_NODE, appliance=appliance, appliance_served=served),
+    )
+
+
+def test_registration_succeeds_on_fresh_eligible_hardware_and_an_allocatable_gpu() -> None:
+    done = registering_at(appliance_with())
+    assert isinstance(done, SetPhase) and done.phase == "Succeeded"
+    assert "operator marks this node eligible" in done.message
+
+
+def test_without_an_appliance_crd_the_allocatable_gpu_decides_and_says_so() -> None:
+    done = registering_at(None, served=False)
+    assert isinstance(done, SetPhase) and done.phase == "Succeeded"
+    assert "not confirmed by an operator" in done.message
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"hostBootId": "00000000-0000-4000-8000-00000000dead"},  # stale evidence
+        {"hostFingerprint": ""},
+        {"eligible": False},
+        {"hostDriverReady": False},
+        {"resourceRegistered": False},
+        {"nodeUid": "another-node"},
+        {"eligible": "true"},  # a string is not a yes
+    ],
+)
+def test_registration_waits_until_every_operator_condition_holds(entry: dict[str, Any]) -> None:
+    assert isinstance(registering_at(appliance_with(**entry)), Wait)
+
+
+def test_registration_waits_when_the_appliance_is_missing_or_unreadable() -> None:
+    assert isinstance(registering_at(None, served=True), Wait)  # CRD there, object not yet
+    assert isinstance(registering_at(appliance_with(), served=None), Wait)  # cannot tell
+
+
+def test_a_module_activation_that_no_longer_names_the_profile_interrupts() -> None:
+    registering = op("prepare-gpu", "Registering", PREPARE)
+    other = {"spec": desired_module_spec("some-other-profile")}
+    decision = decide_prepare(registering, at(ready_host(), node=READY_NODE, module=other))
+    assert isinstance(decision, SetPhase) and decision.phase == "Interrupted"
+    gone = decide_prepare(registering, at(ready_host(), node=READY_NODE, module=None))
+    assert isinstance(gone, SetPhase) and gone.phase == "Interrupted"
 
 
 def test_the_handoff_waits_for_kubernetes_instead_of_guessing() -> None:

@@ -203,3 +203,65 @@ def test_a_failed_memory_playbook_is_failed_named_and_nothing_restarts(
     assert "failed" in message(world) and ".log" in message(world)
     assert counts(world) == (0, 1, 0)
     assert not (world.root / "etc/modprobe.d/90-magicstick-ttm.conf").exists()
+
+
+# -- the documented re-checks after each restart (operations.md, configure-gpu-memory) --------
+
+MIXED = "strix-halo-nvidia-ubuntu-26.04-ready"
+
+
+def companion_after_boot(world: World, mode: str) -> None:
+    host = load_host(world.root)
+    host.companion_after_boot = mode
+    write_host(host, world.root)
+
+
+def tick_until_restart(world: World) -> None:
+    for _ in range(6):
+        world.tick()
+        if load_host(world.root).shutdown is not None:
+            world.boot()
+            return
+    raise AssertionError("no restart was scheduled")
+
+
+def test_nvidia_on_vfio_after_the_first_restart_stops_before_the_ttm_write(
+    tmp_path: Path, kube: Any
+) -> None:
+    world = World(tmp_path, kube, MIXED)
+    companion_after_boot(world, "vfio-pci")
+    configure(world, 9, 65536)
+    assert world.drive() == "Failed"
+    assert "vfio-pci" in message(world) and "10de:" in message(world)
+    # the carve-out was written and restarted once; no TTM write and no second restart
+    assert counts(world) == (1, 0, 1)
+    assert not (world.root / "etc/modprobe.d/90-magicstick-ttm.conf").exists()
+
+
+def test_nouveau_after_a_ttm_only_restart_is_failed_not_succeeded(
+    tmp_path: Path, kube: Any
+) -> None:
+    world = World(tmp_path, kube, MIXED)
+    companion_after_boot(world, "nouveau")
+    configure(world, 0, 32768)
+    assert world.drive() == "Failed"
+    assert "nouveau" in message(world)
+    assert counts(world) == (0, 1, 1)
+
+
+def test_a_different_unbound_nvidia_gpu_fails_at_once_without_the_companion_wait(
+    tmp_path: Path, kube: Any
+) -> None:
+    world = World(tmp_path, kube, MIXED)
+    companion_after_boot(world, "late")
+    configure(world, 9, 65536)
+    tick_until_restart(world)
+    host = load_host(world.root)
+    swapped = next(d for d in host.pci if d.vendor == "10de" and d.pci_class.startswith("03"))
+    swapped.device = "2c05"  # another NVIDIA GPU came back in that slot, not bound yet
+    write_host(host, world.root)
+    world.tick()  # the new boot is observed
+    world.tick()  # no ten-minute wait: the hardware identity is checked before the driver
+    assert world.phase() == "Failed"
+    assert "10de:2c05" in message(world) and "not the one" in message(world)
+    assert counts(world) == (1, 0, 1)
