@@ -243,3 +243,45 @@ def test_a_crash_in_the_middle_of_the_playbook_is_classified_from_dpkg_and_never
     assert len(world.playbooks("prepare.yml")) == 1  # the crashed run, and no second one
     assert world.effects("shutdown") == []
     assert world.state().operation.outcome == "uncertain"  # type: ignore[union-attr]
+
+
+def with_publisher(world: World, *faults: str) -> None:
+    host = load_host(world.root)
+    host.gpu_publisher = True
+    host.faults.extend(faults)
+    write_host(host, world.root)
+
+
+def test_the_gpu_evidence_publisher_runs_once_just_before_the_handoff(
+    tmp_path: Path, kube: Any
+) -> None:
+    world = World(tmp_path, kube, READY)
+    with_publisher(world)
+    prepare(world)
+    assert world.drive() == "Succeeded"
+    assert [e["effect"] for e in world.effects() if e["effect"] == "gpu-publish"] == [
+        "gpu-publish"
+    ]
+    op = world.state().operation
+    assert op is not None
+    names = [s.name for s in op.steps]
+    assert names.index("refresh-gpu-evidence") == names.index("activate-module") - 1
+
+
+def test_a_failing_evidence_publisher_is_noted_and_does_not_stop_the_handoff(
+    tmp_path: Path, kube: Any
+) -> None:
+    world = World(tmp_path, kube, READY)
+    with_publisher(world, "gpu-publish-fails")
+    prepare(world)
+    seen: list[str] = []
+    for _ in range(12):
+        world.tick()
+        seen.append(str(status(world).get("message", "")))
+        if world.phase() == "Registering":
+            world.device_plugin()
+        if world.phase() == "Succeeded":
+            break
+    assert world.phase() == "Succeeded"
+    assert any("evidence refresh did not complete" in m for m in seen), seen
+    assert module_activation(kube) is not None
