@@ -110,6 +110,21 @@ def pending_note(op: Operation) -> str:
     return ""
 
 
+def written_note(op: Operation) -> str:
+    """After a boot nobody can attribute: what was written before it, for the administrator."""
+    if op.data.get("carveoutWritten") and op.data.get("stage") == "carveout":
+        return (
+            f" The firmware memory choice {op.data['carveoutIndex']} was written before this "
+            "boot; `magicstick-host inspect` shows whether it is active."
+        )
+    if op.data.get("ttmWritten"):
+        return (
+            f" The dynamic limit {op.data['dynamicLimitMi']} MiB was written before this boot; "
+            "`magicstick-host inspect` shows whether it is active."
+        )
+    return ""
+
+
 def decide_memory(op: Operation, now: Situation) -> Decision:
     ev, data = now.ev, op.data
     if ev.boot_id is None:
@@ -340,6 +355,8 @@ def _classify(op: Operation, now: Situation) -> ClassifiedStep:
         )
     cls = classify_shutdown(op, ev)
     if cls.then.phase == "Interrupted":
-        then = SetPhase("Interrupted", cls.then.message + pending_note(op), outcome="uncertain")
+        rebooted = ev.boot_id != step.boot_id
+        note = written_note(op) if rebooted else pending_note(op)
+        then = SetPhase("Interrupted", cls.then.message + note, outcome="uncertain")
         return ClassifiedStep(cls.outcome, cls.detail, then)
     return cls

@@ -107,15 +107,17 @@ def classify_shutdown(op: Operation, ev: Evidence) -> ClassifiedStep:
     wanted = step.inputs.get("mode")
     phase = scheduled_phase(op.action)
     if ev.boot_id is not None and ev.boot_id != step.boot_id:
+        # the shutdown was never seen scheduled: this boot may have had another cause (a power
+        # cut, someone at the console), so the restart is not claimed
         return ClassifiedStep(
-            "classified-done",
-            "a new boot was observed after the shutdown intent",
-            # keep the boot the step began in, so the next tick sees the new boot
+            "unknown",
+            "a new boot was observed, but the scheduled shutdown was not confirmed",
             SetPhase(
-                phase,
-                "The shutdown was scheduled and a new boot followed.",
+                "Interrupted",
+                "A new boot was observed, but the scheduled shutdown was not confirmed: the "
+                "worker stopped before it could see `shutdown` take effect, so the restart may "
+                "have had another cause. Nothing was repeated.",
                 outcome="uncertain",
-                restart_clock=False,
             ),
         )
     if scheduled is not None and scheduled.mode == wanted:

@@ -199,11 +199,19 @@ class World:
 
     def drive(self, crash: CrashHook = no_crash, max_ticks: int = 30) -> str:
         """Tick until the operation ends, restarting the host when a shutdown is due and
-        acting as the device plugin once registration waits for it."""
+        acting as the device plugin once registration waits for it.
+
+        A scheduled shutdown happens one tick after it was first seen (ticks come every 15 s,
+        `shutdown +1` a minute later), so the tick after `shutdown` ran can still see it."""
+        pending = False
         for _ in range(max_ticks):
             self.tick(crash)
             if load_host(self.root).shutdown is not None:
-                self.boot()
+                if pending:
+                    self.boot()
+                pending = not pending
+            else:
+                pending = False
             op = self.state().operation
             if op is not None and op.phase in ("Registering", "Validating"):
                 self.device_plugin()

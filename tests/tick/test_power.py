@@ -87,10 +87,15 @@ def test_an_unfinished_intent_with_the_schedule_present_is_classified_done() -> 
     assert decision.outcome == "classified-done" and decision.then.phase == "RebootScheduled"
 
 
-def test_an_unfinished_intent_followed_by_a_new_boot_is_classified_done() -> None:
+def test_a_new_boot_after_an_unconfirmed_shutdown_is_not_claimed_as_the_restart() -> None:
+    # the tick died between the intent and `shutdown`; then the host restarted for another
+    # reason (a power cut): the worker cannot claim the restart as its own
     op = operation(steps=(intent(),))
     decision = decide_power(op, at(evidence(NEW_BOOT), 3.0))
-    assert isinstance(decision, ClassifiedStep) and decision.outcome == "classified-done"
+    assert isinstance(decision, ClassifiedStep) and decision.outcome == "unknown"
+    assert decision.then.phase == "Interrupted" and decision.then.outcome == "uncertain"
+    assert "new boot was observed" in decision.then.message
+    assert "not confirmed" in decision.then.message
 
 
 def test_an_unfinished_intent_without_any_trace_is_interrupted_never_replayed() -> None:
