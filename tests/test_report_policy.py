@@ -36,10 +36,10 @@ def report(observed: datetime = T0, *, big: bool = False) -> dict[str, Any]:
     label = ("Carve-out {i}: {gib} GiB dedicated VRAM, remaining system memory shared "
              "dynamically with the GPU through GTT (experimental)") if big else "{gib} GiB"
     plan: dict[str, Any] = {
-        "state": "ready",
+        "state": "available",
         "message": msg,
         "profileId": "amd-strix-halo-ubuntu-26.04",
-        "profileVersion": 3,
+        "profileVersion": "3",
         "gpuProfile": "strix-halo",
         "experimental": False,
         "packages": ({f"package-with-a-long-name-{i}": f"1:{i}.2.3-0ubuntu1~26.04.1"
@@ -51,8 +51,9 @@ def report(observed: datetime = T0, *, big: bool = False) -> dict[str, Any]:
     }
     if big:
         plan["experiment"] = {
-            "id": "cd" * 32, "experimentMode": True, "engineValidationAvailable": True,
-            "message": msg,
+            **{k: v for k, v in plan.items() if k != "packages"},
+            "id": "cd" * 32, "experimental": True, "experimentMode": True,
+            "engineValidationAvailable": True,
             "packages": {f"experimental-package-{i}": f"7.{i}.0-1" for i in range(20)},
         }
     return {

@@ -55,6 +55,8 @@ class KernelInfo:
 @dataclass(frozen=True)
 class CarveoutOption:
     index: int
+    # the firmware's text for the option, trimmed: "<name> (<size> <unit>)", e.g.
+    # "Minimum (512 MB)", or "(1 GB)" when the name is empty
     label: str
     size_mi: int
 

@@ -233,17 +233,30 @@ def _action_problem(
     return _memory_problem(spec, plan_id, host, limits)
 
 
+OFFERED_PLAN_STATES = ("available", "ready")
+
+
 def _prepare_problem(spec: dict[str, Any], plan_id: str, plan: dict[str, Any]) -> str | None:
+    """The dashboard offers a plan or its experiment only in an offered state, sends the id it
+    showed, and takes `allowExperimental` from the plan's (or experiment's) `experimental`."""
     if spec["experimentMode"]:
         experiment = plan.get("experiment")
         if not isinstance(experiment, dict):
             return "This host offers no experiment; experiment mode cannot be used."
         if plan_id != experiment.get("id"):
-            return "The host changed since the experiment was reviewed (the plan id differs)."
+            return (
+                "The host changed since the experiment was reviewed (the experiment's plan id "
+                "differs); review again."
+            )
+        if experiment.get("state") not in OFFERED_PLAN_STATES:
+            return f"The experiment is {experiment.get('state')}: {experiment.get('message')}"
+        # an experiment is always experimental, whatever its document says
+        if not spec["allowExperimental"]:
+            return "This is an experiment and the request does not allow experimental plans."
         return None
     if plan_id != plan.get("id"):
         return "The host changed since the plan was reviewed (the plan id differs); review again."
-    if plan.get("state") not in ("available", "ready"):
+    if plan.get("state") not in OFFERED_PLAN_STATES:
         return f"The plan is {plan.get('state')}: {plan.get('message')}"
     if plan.get("experimental") and not spec["allowExperimental"]:
         return "This plan is experimental and the request does not allow experimental plans."

@@ -13,7 +13,13 @@ from typing import Any
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import AMD_VENDOR, STRIX_HALO_ID, Evidence
 from magicstick_host.domain.fingerprint import host_identity, inventory_unknowns
-from magicstick_host.domain.plan import Experiment, Plan, PlanState, clip_message
+from magicstick_host.domain.plan import (
+    Experiment,
+    ExperimentState,
+    Plan,
+    PlanState,
+    clip_message,
+)
 from magicstick_host.domain.preparation import Outcome, assess
 from magicstick_host.domain.profiles import (
     Profile,
@@ -24,6 +30,11 @@ from magicstick_host.domain.profiles import (
 
 _PLAN_KIND = "prepare-gpu-plan/1"
 _EXPERIMENT_KIND = "prepare-gpu-experiment/1"
+# the fixed warning every experiment message starts with (contract.md, `experiment.message`)
+EXPERIMENT_WARNING = (
+    "WARNING: experiment on a combination of GPUs that no reviewed profile covers. All GPUs of "
+    "a computer share one kernel, so this preparation can break the other GPUs' drivers."
+)
 
 
 @dataclass(frozen=True)
@@ -32,7 +43,7 @@ class _Draft:
     message: str
     profile: Profile | None = None
     outcome: Outcome | None = None  # ready/available: what the plan does
-    experiment: Outcome | None = None  # offered beside a blocked mixed-GPU plan
+    experiment: Outcome | None = None  # ready/available, offered beside a blocked mixed plan
     engine_validation_available: bool = True
 
 
@@ -42,10 +53,10 @@ def plan_identity(ev: Evidence, profiles: Sequence[Profile]) -> dict[str, Any]:
     return {
         **host_identity(ev),
         "profilePackages": {n: installed.get(n) for n in profile_package_names(profiles)},
-        "profiles": sorted(
-            ({"id": p.id, "version": p.version, "digest": p.digest} for p in profiles),
-            key=lambda p: (str(p["id"]), int(p["version"])),
-        ),
+        "profiles": [
+            {"id": p.id, "version": p.published_version, "digest": p.digest}
+            for p in sorted(profiles, key=lambda p: (p.id, p.version))
+        ],
     }
 
 
@@ -114,6 +125,17 @@ def _draft(ev: Evidence, profiles: Sequence[Profile]) -> _Draft:
             return _Draft("blocked", outcome.message, profile)
         return _Draft(outcome.state, outcome.message, profile, outcome=outcome)
     other_ids = ", ".join(sorted(d.pci_id for d in others))
+    second_amd = sorted(d.pci_id for d in others if d.vendor == AMD_VENDOR)
+    if outcome.state == "ready" and not second_amd:
+        # no kernel change and no other AMD GPU: the common Strix Halo + NVIDIA appliance,
+        # not an experiment (operations.md, Plan rules)
+        return _Draft(
+            "ready",
+            f"{outcome.message} The other display GPUs ({other_ids}) keep their drivers: "
+            "the kernel is not changed.",
+            profile,
+            outcome=outcome,
+        )
     blocked = (
         f"The Strix Halo GPU shares this computer's kernel with other display GPUs "
         f"({other_ids}), so preparation is blocked"
@@ -122,10 +144,14 @@ def _draft(ev: Evidence, profiles: Sequence[Profile]) -> _Draft:
         return _Draft(
             "blocked", f"{blocked}, and no experiment is offered: {outcome.message}", profile
         )
-    second_amd = any(d.vendor == AMD_VENDOR for d in others)
+    why = (
+        f"a second AMD GPU ({', '.join(second_amd)}) shares the amdgpu driver"
+        if second_amd
+        else "the kernel change it needs can break the other GPUs' drivers"
+    )
     return _Draft(
         "blocked",
-        f"{blocked}; an experiment with the same reviewed profile is offered, which runs "
+        f"{blocked}: {why}. An experiment with the same reviewed profile is offered, which runs "
         "only in experiment mode with experiments allowed.",
         profile,
         experiment=outcome,
@@ -134,28 +160,32 @@ def _draft(ev: Evidence, profiles: Sequence[Profile]) -> _Draft:
 
 
 def _experiment(ev: Evidence, draft: _Draft, identity: dict[str, Any]) -> Experiment | None:
-    outcome = draft.experiment
-    if outcome is None:
+    outcome, profile = draft.experiment, draft.profile
+    if outcome is None or profile is None or outcome.state not in ("ready", "available"):
         return None
+    state: ExperimentState = "ready" if outcome.state == "ready" else "available"
     validation = (
-        "the engine can be validated afterwards"
+        "The GPU engine can be validated afterwards."
         if draft.engine_validation_available
-        else "a second AMD GPU is present, so the engine cannot be validated and the "
-        "preparation ends unverified"
+        else "A second AMD GPU is present, so the GPU engine cannot be validated and the "
+        "preparation ends unverified."
     )
     message = clip_message(
-        f"WARNING: experiment on a computer with several display GPUs "
-        f"({', '.join(ev.pci.display_ids)}) that share one kernel; changing that kernel can "
-        f"break the other GPUs' drivers. {outcome.message} In this experiment {validation}."
+        f"{EXPERIMENT_WARNING} Display GPUs: {', '.join(ev.pci.display_ids)}. {validation} "
+        f"{outcome.message}"
     )
     exp = Experiment(
         id="",
+        state=state,
+        message=message,
+        profile_id=profile.id,
+        profile_version=profile.published_version,
+        gpu_profile=profile.gpu_profile,
         engine_validation_available=draft.engine_validation_available,
         packages=outcome.packages,
         reboot_required=outcome.reboot_required,
         target_kernel=outcome.target_kernel,
         display_gpus=ev.pci.display_ids,
-        message=message,
     )
     exp_id = sha256_hex({"kind": _EXPERIMENT_KIND, "experiment": exp.content(), "host": identity})
     return replace(exp, id=exp_id)
@@ -168,13 +198,13 @@ def plan_preparation(ev: Evidence, profiles: Sequence[Profile]) -> Plan:
     plan = Plan(
         state=draft.state,
         message=clip_message(draft.message),
-        profile_id=profile.id if profile else None,
-        profile_version=profile.version if profile else None,
-        gpu_profile=profile.gpu_profile if profile else None,
+        profile_id=profile.id if profile else "",
+        profile_version=profile.published_version if profile else "",
+        gpu_profile=profile.gpu_profile if profile else "",
         experimental=profile.experimental if profile else False,
         packages=outcome.packages if outcome else (),
         target_kernel=(
-            outcome.target_kernel if outcome else (profile.target_kernel if profile else None)
+            outcome.target_kernel if outcome else (profile.target_kernel if profile else "")
         ),
         reboot_required=outcome.reboot_required if outcome else False,
         display_gpus=ev.pci.display_ids,

@@ -41,7 +41,7 @@ class Outcome:
     message: str
     packages: tuple[tuple[str, str], ...] = ()
     reboot_required: bool = False
-    target_kernel: str | None = None
+    target_kernel: str = ""
 
 
 def _blocked(message: str, profile: Profile) -> Outcome:

@@ -23,17 +23,22 @@ ALLOWED_PACKAGES: Mapping[tuple[str, str], frozenset[str]] = {
 }
 # exact versions only: no wildcard, no "latest", no relation operators
 VERSION_PATTERN = re.compile(r"^[0-9][A-Za-z0-9.+:~_-]*$")
+# the runtime profile ids the magicstick operator's catalog knows for this GPU; any other id
+# makes the node ineligible, so every preparation would fail in Registering (contract.md)
+OPERATOR_RUNTIME_PROFILES = frozenset({"strix-halo"})
 
 
 @dataclass(frozen=True)
 class Profile:
     id: str
-    version: int
+    version: int  # the reviewed file's integer; published as a string (published_version)
     os_id: str
     os_version_id: str
     architecture: str
     device: str  # "vvvv:dddd"
-    gpu_profile: str  # handed to ModuleActivation as compatibilityProfile
+    # the operator's runtime profile id, handed to ModuleActivation as compatibilityProfile;
+    # the operator's catalog knows only `strix-halo` for this GPU
+    gpu_profile: str
     experimental: bool
     target_kernel: str  # `uname -r` after the preparation
     packages: tuple[tuple[str, str], ...]  # (name, exact version), sorted by name
@@ -43,6 +48,11 @@ class Profile:
     @property
     def package_map(self) -> dict[str, str]:
         return dict(self.packages)
+
+    @property
+    def published_version(self) -> str:
+        """The version as the report carries it: a string (contract.md, `profileVersion`)."""
+        return str(self.version)
 
     @property
     def digest(self) -> str:
@@ -111,6 +121,12 @@ def profile_from_document(doc: Mapping[str, Any]) -> Profile:
     if problems:
         path, problem = problems[0]
         raise ValueError(f"{path}: {problem}")
+    gpu_profile = str(doc["gpuProfile"])
+    if gpu_profile not in OPERATOR_RUNTIME_PROFILES:
+        known = ", ".join(sorted(OPERATOR_RUNTIME_PROFILES))
+        raise ValueError(
+            f"$.gpuProfile: {gpu_profile!r} is not a runtime profile of the operator ({known})"
+        )
     return Profile(
         id=str(doc["id"]),
         version=int(doc["version"]),
@@ -118,7 +134,7 @@ def profile_from_document(doc: Mapping[str, Any]) -> Profile:
         os_version_id=str(os_doc["versionId"]),
         architecture=str(doc["architecture"]),
         device=str(doc["device"]),
-        gpu_profile=str(doc["gpuProfile"]),
+        gpu_profile=gpu_profile,
         experimental=bool(doc["experimental"]),
         target_kernel=str(doc["targetKernel"]),
         packages=tuple(sorted(packages.items())),

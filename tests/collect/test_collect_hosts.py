@@ -52,8 +52,9 @@ def test_ready_strix_halo(strix: FakeHost) -> None:
     assert gpu.driver == "amdgpu"
     assert gpu.cards == ("card1",) and gpu.render_nodes == ("renderD128",)
     assert gpu.uma == UmaInfo(
-        options=(CarveoutOption(0, "Minimum", 512), CarveoutOption(1, "", 1024),
-                 CarveoutOption(7, "Medium", 16384), CarveoutOption(9, "High", 32768)),
+        options=(CarveoutOption(0, "Minimum (512 MB)", 512), CarveoutOption(1, "(1 GB)", 1024),
+                 CarveoutOption(7, "Medium (16 GB)", 16384),
+                 CarveoutOption(9, "High (32 GB)", 32768)),
         selected_index=7,
     )
     assert gpu.vram_total_bytes == 512 * 1024 * 1024

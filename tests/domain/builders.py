@@ -31,16 +31,17 @@ REPO = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024
 TARGET = "7.0.0-31-generic"
 
+# labels as the parser gives them: the firmware's text after "<index>: ", trimmed
 OPTIONS = (
-    CarveoutOption(0, "Minimum", 512),
-    CarveoutOption(1, "", 1024),
-    CarveoutOption(2, "", 2048),
-    CarveoutOption(3, "", 4096),
-    CarveoutOption(4, "", 8192),
-    CarveoutOption(7, "Medium", 16384),
-    CarveoutOption(9, "High", 32768),
-    CarveoutOption(10, "", 65536),
-    CarveoutOption(11, "Maximum", 98304),
+    CarveoutOption(0, "Minimum (512 MB)", 512),
+    CarveoutOption(1, "(1 GB)", 1024),
+    CarveoutOption(2, "(2 GB)", 2048),
+    CarveoutOption(3, "(4 GB)", 4096),
+    CarveoutOption(4, "(8 GB)", 8192),
+    CarveoutOption(7, "Medium (16 GB)", 16384),
+    CarveoutOption(9, "High (32 GB)", 32768),
+    CarveoutOption(10, "(64 GB)", 65536),
+    CarveoutOption(11, "Maximum (96 GB)", 98304),
 )
 # 128 GiB of RAM with a 1 GiB carve-out, as /proc/meminfo shows it (rounded to whole GiB)
 MEM_TOTAL_MI = 130048

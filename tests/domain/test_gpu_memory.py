@@ -39,7 +39,8 @@ def test_supported_host() -> None:
     doc = cap_json(host())
     assert doc["supported"] is True, doc["message"]
     assert doc["pciAddress"] == "0000:c5:00.0"
-    assert doc["options"][0] == {"index": 0, "label": "Minimum", "sizeMi": 512}
+    assert doc["options"][0] == {"index": 0, "label": "Minimum (512 MB)", "sizeMi": 512}
+    assert doc["options"][1] == {"index": 1, "label": "(1 GB)", "sizeMi": 1024}
     assert doc["currentCarveoutIndex"] == 1 and doc["currentCarveoutMi"] == 1024
     assert doc["currentDynamicLimitMi"] == 65536 and doc["systemMemoryMi"] == MEM_TOTAL_MI
     assert (doc["systemReserveMi"], doc["stepMi"], doc["minDynamicLimitMi"]) == (16384, 1024, 1024)

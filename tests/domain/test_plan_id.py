@@ -8,9 +8,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import Evidence, KernelInfo, OsInfo, PackageInfo
-from magicstick_host.domain.planner import plan_preparation
-from tests.domain.builders import host, nvidia, shipped_profiles, strix
+from magicstick_host.domain.planner import (
+    _EXPERIMENT_KIND,
+    _PLAN_KIND,
+    plan_identity,
+    plan_preparation,
+)
+from tests.domain.builders import host, nvidia, other_gpu, ready_host, shipped_profiles, strix
 
 PROFILES = shipped_profiles()
 BASE = host()
@@ -135,3 +141,43 @@ def test_unknown_evidence_still_gets_an_id() -> None:
     ev = replace(BASE, os=OsInfo(), kernel=KernelInfo(), boot_id=None, packages=PackageInfo())
     plan_id, _ = _ids(ev)
     assert len(plan_id) == 64 and plan_id != _ids(BASE)[0]
+
+
+SECOND_AMD = other_gpu("1002", "7550", driver="amdgpu")
+
+
+@settings(max_examples=50)
+@given(
+    st.sampled_from(
+        [
+            MIXED,
+            host(devices=(strix(), nvidia(), SECOND_AMD)),
+            ready_host(devices=(strix(), SECOND_AMD)),
+            ready_host(devices=(strix(), nvidia())),
+            host(version_id="24.04", devices=(strix(), nvidia(driver=None))),
+        ]
+    ),
+    st.sampled_from(FIELDS),
+    st.one_of(_text, _hex4, _hex2),
+)
+def test_the_ids_cover_every_published_field(ev: Evidence, which: str, value: str) -> None:
+    """Each id is the digest of exactly what is published beside it, plus the host identity:
+    a change to any plan or experiment field changes the id the dashboard sends back."""
+    for evidence in (ev, _perturb(ev, which, value)):
+        doc = plan_preparation(evidence, PROFILES).to_json()
+        identity = plan_identity(evidence, PROFILES)
+        content = {k: v for k, v in doc.items() if k != "id"}
+        assert doc["id"] == sha256_hex({"kind": _PLAN_KIND, "plan": content, "host": identity})
+        exp = doc.get("experiment")
+        if exp is not None:
+            exp_content = {k: v for k, v in exp.items() if k != "id"}
+            expected = {"kind": _EXPERIMENT_KIND, "experiment": exp_content, "host": identity}
+            assert exp["id"] == sha256_hex(expected)
+
+
+def test_the_experiment_state_changes_its_id() -> None:
+    before = plan_preparation(host(devices=(strix(), SECOND_AMD)), PROFILES).experiment
+    after = plan_preparation(ready_host(devices=(strix(), SECOND_AMD)), PROFILES).experiment
+    assert before is not None and after is not None
+    assert (before.state, after.state) == ("available", "ready")
+    assert before.id != after.id

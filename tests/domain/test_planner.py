@@ -18,7 +18,7 @@ from magicstick_host.domain.evidence import (
     PciInventory,
     Unknown,
 )
-from magicstick_host.domain.planner import plan_preparation
+from magicstick_host.domain.planner import EXPERIMENT_WARNING, plan_preparation
 from magicstick_host.domain.profiles import Profile
 from tests.domain.builders import (
     REPO,
@@ -44,37 +44,34 @@ INTEL_ONLY = host(devices=(other_gpu("8086", "7d55", driver="i915"),))
 OTHER_AMD = host(devices=(other_gpu("1002", "744c", driver="amdgpu"),))
 
 # name, evidence, state, profile id, packages, reboot, message fragment
-CASES: list[tuple[str, Evidence, str, str | None, dict[str, str], bool, str]] = [
-    ("inventory incomplete", INCOMPLETE, "blocked", None, {}, False, "incomplete"),
-    ("inventory unreadable", UNREADABLE, "blocked", None, {}, False, "unreadable"),
+CASES: list[tuple[str, Evidence, str, str, dict[str, str], bool, str]] = [
+    ("inventory incomplete", INCOMPLETE, "blocked", "", {}, False, "incomplete"),
+    ("inventory unreadable", UNREADABLE, "blocked", "", {}, False, "unreadable"),
     (
         "pci unknown",
         host(unknowns=(Unknown("pci.devices", "sysfs unreadable"),)),
-        "blocked",
-        None,
+        "blocked", "",
         {},
         False,
         "sysfs unreadable",
     ),
-    ("no gpu", NO_GPU, "not-required", None, {}, False, "operator path"),
-    ("nvidia only", host(devices=(nvidia(),)), "not-required", None, {}, False, "10de:2684"),
-    ("intel only", INTEL_ONLY, "not-required", None, {}, False, "operator path"),
-    ("other amd only", OTHER_AMD, "not-required", None, {}, False, "operator path"),
+    ("no gpu", NO_GPU, "not-required", "", {}, False, "operator path"),
+    ("nvidia only", host(devices=(nvidia(),)), "not-required", "", {}, False, "10de:2684"),
+    ("intel only", INTEL_ONLY, "not-required", "", {}, False, "operator path"),
+    ("other amd only", OTHER_AMD, "not-required", "", {}, False, "operator path"),
     (
         "unknown os",
         host(os=OsInfo(), unknowns=(Unknown("os", "/etc/os-release missing"),)),
-        "blocked",
-        None,
+        "blocked", "",
         {},
         False,
         "os-release missing",
     ),
-    ("unknown arch", host(arch=None), "blocked", None, {}, False, "architecture"),
+    ("unknown arch", host(arch=None), "blocked", "", {}, False, "architecture"),
     (
         "no reviewed profile: 25.10",
         host(version_id="25.10"),
-        "blocked",
-        None,
+        "blocked", "",
         {},
         False,
         "no reviewed profile",
@@ -82,13 +79,12 @@ CASES: list[tuple[str, Evidence, str, str | None, dict[str, str], bool, str]] = 
     (
         "no reviewed profile: debian",
         host(os=OsInfo(id="debian", version_id="13")),
-        "blocked",
-        None,
+        "blocked", "",
         {},
         False,
         "no reviewed profile",
     ),
-    ("no reviewed profile: arm", host(arch="aarch64"), "blocked", None, {}, False, "reviewed"),
+    ("no reviewed profile: arm", host(arch="aarch64"), "blocked", "", {}, False, "reviewed"),
     (
         "26.04 6.17 available",
         host(),
@@ -275,7 +271,7 @@ CASES: list[tuple[str, Evidence, str, str | None, dict[str, str], bool, str]] = 
 def test_plan_rules(
     ev: Evidence,
     state: str,
-    profile_id: str | None,
+    profile_id: str,
     packages: dict[str, str],
     reboot: bool,
     fragment: str,
@@ -291,29 +287,54 @@ def test_plan_rules(
     _check_shape(doc)
 
 
+PLAN_FIELDS = {
+    "state",
+    "message",
+    "profileId",
+    "profileVersion",
+    "gpuProfile",
+    "experimental",
+    "packages",
+    "targetKernel",
+    "rebootRequired",
+    "displayGpus",
+    "id",
+}
+
+
 def _check_shape(doc: dict[str, Any]) -> None:
     assert list(PLAN_VALIDATOR.iter_errors(doc)) == []
-    assert set(doc) - {"experiment"} == {
-        "state",
-        "message",
-        "profileId",
-        "profileVersion",
-        "gpuProfile",
-        "experimental",
-        "packages",
-        "targetKernel",
-        "rebootRequired",
-        "displayGpus",
-        "id",
-    }
+    assert set(doc) - {"experiment"} == PLAN_FIELDS
     assert 0 < len(doc["message"]) <= 2048
-    if doc["profileId"] is None:
-        assert doc["profileVersion"] is None and doc["gpuProfile"] is None
-        assert doc["targetKernel"] is None and doc["experimental"] is False
+    if doc["profileId"] == "":
+        # no profile applies: strings stay strings, never null
+        assert doc["profileVersion"] == "" and doc["gpuProfile"] == ""
+        assert doc["targetKernel"] == "" and doc["experimental"] is False
     else:
-        assert doc["profileVersion"] == 1 and doc["gpuProfile"] == "strix-halo-gfx1151"
-        assert doc["experimental"] is True
+        assert doc["profileVersion"] == "1" and doc["gpuProfile"] == "strix-halo"
+        assert doc["experimental"] is True and doc["targetKernel"] != ""
+    if doc["state"] == "ready":
+        assert doc["packages"] == {} and doc["rebootRequired"] is False
     assert doc["displayGpus"] == sorted(doc["displayGpus"])
+    if "experiment" in doc:
+        _check_experiment(doc)
+
+
+def _check_experiment(doc: dict[str, Any]) -> None:
+    """The experiment is a plan of its own for the dashboard: every plan field, offered."""
+    exp = doc["experiment"]
+    assert set(exp) == (PLAN_FIELDS | {"experimentMode", "engineValidationAvailable"})
+    assert exp["state"] in ("ready", "available")
+    assert exp["experimental"] is True and exp["experimentMode"] is True
+    assert exp["message"].startswith(EXPERIMENT_WARNING) and len(exp["message"]) <= 2048
+    profile = (exp["profileId"], exp["profileVersion"], exp["gpuProfile"])
+    assert profile == (doc["profileId"], "1", "strix-halo")
+    assert exp["displayGpus"] == doc["displayGpus"]
+    if exp["state"] == "ready":
+        assert exp["packages"] == {} and exp["rebootRequired"] is False
+    else:
+        assert exp["rebootRequired"] is True and exp["targetKernel"] == TARGET
+    assert exp["id"] != doc["id"] and len(exp["id"]) == 64
 
 
 def test_memory_unknowns_do_not_block_the_plan() -> None:
@@ -375,24 +396,61 @@ def _mixed(*others: Any, **kw: Any) -> dict[str, Any]:
         (other_gpu("1a03", "2000", driver=None), True),
     ],
 )
-def test_mixed_gpus_blocked_with_experiment(other: Any, validation: bool) -> None:
+def test_mixed_gpus_needing_a_kernel_change_are_blocked_with_experiment(
+    other: Any, validation: bool
+) -> None:
     doc = _mixed(other)
     assert doc["state"] == "blocked" and doc["packages"] == {} and not doc["rebootRequired"]
     assert "shares this computer's kernel" in doc["message"]
     exp = doc["experiment"]
-    assert exp["experimentMode"] is True
+    assert exp["state"] == "available"
     assert exp["engineValidationAvailable"] is validation
     assert exp["packages"] == {"linux-generic": "7.0.0-31.31"}
     assert exp["rebootRequired"] is True and exp["targetKernel"] == TARGET
     assert exp["displayGpus"] == sorted(["1002:1586", other.pci_id])
-    assert exp["message"].startswith("WARNING") and len(exp["message"]) <= 2048
-    assert exp["id"] != doc["id"] and len(exp["id"]) == 64
 
 
-def test_mixed_ready_host_experiment_has_no_packages() -> None:
-    doc = plan_preparation(ready_host(devices=(strix(), nvidia())), PROFILES).to_json()
-    assert doc["state"] == "blocked"
-    assert doc["experiment"]["packages"] == {} and doc["experiment"]["rebootRequired"] is False
+@pytest.mark.parametrize(
+    "other",
+    [
+        nvidia(),
+        nvidia(driver=None),  # the companion driver binds later; the plan needs nothing of it
+        other_gpu("8086", "7d55", driver="i915"),
+        other_gpu("1a03", "2000", driver=None),
+    ],
+    ids=["nvidia", "nvidia unbound", "intel", "bmc vga"],
+)
+@pytest.mark.parametrize(
+    "release", [TARGET, "6.14.0-1018-oem", "7.1.0-3-generic"], ids=["target", "oem", "newer"]
+)
+def test_a_working_strix_halo_beside_other_gpus_is_ready(other: Any, release: str) -> None:
+    installed = {"linux-generic": "7.1.0-3.3"} if release.startswith("7.1") else None
+    ev = host(devices=(strix(), other), release=release, installed=installed)
+    doc = plan_preparation(ev, PROFILES).to_json()
+    _check_shape(doc)
+    assert doc["state"] == "ready", doc["message"]
+    assert "experiment" not in doc
+    assert (doc["packages"], doc["rebootRequired"]) == ({}, False)
+    profile = (doc["profileId"], doc["gpuProfile"], doc["targetKernel"])
+    assert profile == (P26, "strix-halo", release)
+    assert other.pci_id in doc["message"] and "kernel is not changed" in doc["message"]
+
+
+def test_a_working_strix_halo_beside_a_second_amd_gpu_gets_a_ready_experiment() -> None:
+    second = other_gpu("1002", "7550", driver="amdgpu")
+    doc = plan_preparation(ready_host(devices=(strix(), nvidia(), second)), PROFILES).to_json()
+    _check_shape(doc)
+    assert doc["state"] == "blocked" and "second AMD GPU (1002:7550)" in doc["message"]
+    exp = doc["experiment"]
+    assert exp["state"] == "ready" and exp["engineValidationAvailable"] is False
+    assert (exp["packages"], exp["rebootRequired"], exp["targetKernel"]) == ({}, False, TARGET)
+    assert "cannot be validated" in exp["message"]
+
+
+def test_a_failing_driver_beside_other_gpus_stays_blocked_without_experiment() -> None:
+    doc = plan_preparation(ready_host(devices=(strix(), nvidia()), dev_kfd=False), PROFILES)
+    assert doc.state == "blocked" and doc.experiment is None
+    assert "not a repair" in doc.message
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
+from magicstick_host.domain.profiles import OPERATOR_RUNTIME_PROFILES, profile_from_document
 from magicstick_host.errors import ProfileError
 from magicstick_host.profile_store import (
     INSTALLED_PROFILES_DIR,
@@ -12,6 +14,11 @@ from magicstick_host.profile_store import (
     load_profiles,
 )
 from tests.domain.builders import REPO
+
+# the only runtime profile id the magicstick operator's catalog knows for the Strix Halo
+# (contract.md): ModuleActivation gets it as compatibilityProfile, and an unknown id makes the
+# node ineligible, so every preparation would fail in Registering
+OPERATOR_CATALOG_ID = "strix-halo"
 
 GOOD_26 = (REPO / "profiles" / "strix-halo-ubuntu-26.04.yaml").read_text()
 GOOD_24 = (REPO / "profiles" / "strix-halo-ubuntu-24.04.yaml").read_text()
@@ -24,12 +31,27 @@ def test_shipped_profiles() -> None:
     assert p26.package_map == {"linux-generic": "7.0.0-31.31"}
     assert p24.package_map == {"linux-generic-hwe-24.04": "7.0.0-31.31~24.04.1"}
     for p in (p26, p24):
-        assert p.version == 1
+        assert p.version == 1 and p.published_version == "1"
         assert (p.os_id, p.architecture, p.device) == ("ubuntu", "x86_64", "1002:1586")
         assert p.target_kernel == "7.0.0-31-generic"
         assert p.experimental is True
-        assert p.gpu_profile == "strix-halo-gfx1151"
+        assert p.gpu_profile == OPERATOR_CATALOG_ID
     assert (p26.os_version_id, p24.os_version_id) == ("26.04", "24.04")
+
+
+def test_shipped_profiles_name_the_operators_catalog_id() -> None:
+    profiles = load_profiles(REPO / "profiles")
+    assert profiles and {p.gpu_profile for p in profiles} == {OPERATOR_CATALOG_ID}
+    assert {OPERATOR_CATALOG_ID} == OPERATOR_RUNTIME_PROFILES
+    for path in sorted((REPO / "profiles").glob("*.yaml")):
+        assert yaml.safe_load(path.read_text())["gpuProfile"] == OPERATOR_CATALOG_ID
+
+
+def test_the_code_refuses_a_runtime_profile_the_operator_does_not_know() -> None:
+    doc = yaml.safe_load(GOOD_26)
+    assert profile_from_document(doc).gpu_profile == OPERATOR_CATALOG_ID
+    with pytest.raises(ValueError, match=r"^\$\.gpuProfile: 'strix-halo-gfx1151' is not"):
+        profile_from_document({**doc, "gpuProfile": "strix-halo-gfx1151"})
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -45,7 +67,12 @@ F26 = "strix-halo-ubuntu-26.04.yaml"
     [
         ("id: [unclosed\n", "$", "not valid YAML"),
         ("- a list\n", "$", "must be a mapping"),
-        (GOOD_26.replace("gpuProfile: strix-halo-gfx1151\n", ""), "$.gpuProfile", "missing"),
+        (GOOD_26.replace("gpuProfile: strix-halo\n", ""), "$.gpuProfile", "missing"),
+        (
+            GOOD_26.replace("gpuProfile: strix-halo\n", "gpuProfile: strix-halo-gfx1151\n"),
+            "$.gpuProfile",
+            "is not one of ['strix-halo']",
+        ),
         (GOOD_26.replace("version: 1", "version: 0"), "$.version", "minimum"),
         (GOOD_26.replace("version: 1", 'version: "1"'), "$.version", "integer"),
         (GOOD_26 + "extra: 1\n", "$.extra", "unknown field"),

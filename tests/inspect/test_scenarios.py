@@ -12,9 +12,10 @@ N26 = {"linux-generic": "7.0.0-31.31"}
 N24 = {"linux-generic-hwe-24.04": "7.0.0-31.31~24.04.1"}
 NONE: dict[str, str] = {}
 
-# scenario: (state, packages, rebootRequired, experiment engineValidationAvailable or None,
-#            gpuMemory supported)
-EXPECTED = {
+AV, RD = "available", "ready"
+# experiment: (state, engineValidationAvailable), or None when no experiment is offered
+# scenario: (state, packages, rebootRequired, experiment, gpuMemory supported)
+EXPECTED: dict[str, tuple[str, dict[str, str], bool, tuple[str, bool] | None, bool]] = {
     "strix-halo-ubuntu-26.04-old-kernel": ("available", N26, True, None, False),
     "strix-halo-ubuntu-24.04-hwe-6.17": ("available", N24, True, None, False),
     "strix-halo-ubuntu-26.04-ready": ("ready", NONE, False, None, True),
@@ -25,17 +26,24 @@ EXPECTED = {
     "strix-halo-ubuntu-26.04-carveout-pending": ("ready", NONE, False, None, False),
     "strix-halo-ubuntu-26.04-foreign-ttm": ("ready", NONE, False, None, False),
     "strix-halo-ubuntu-26.04-memory-configured": ("ready", NONE, False, None, True),
-    "strix-halo-nvidia-ubuntu-26.04-old-kernel": ("blocked", NONE, False, True, False),
-    "strix-halo-nvidia-ubuntu-26.04-ready": ("blocked", NONE, False, True, True),
-    "strix-halo-nvidia-unbound-ubuntu-26.04-ready": ("blocked", NONE, False, True, False),
-    "strix-halo-second-amd-ubuntu-26.04-old-kernel": ("blocked", NONE, False, False, False),
-    "strix-halo-second-amd-ubuntu-26.04-ready": ("blocked", NONE, False, False, False),
+    # the kernel must change under the NVIDIA driver: blocked, the experiment installs it
+    "strix-halo-nvidia-ubuntu-26.04-old-kernel": ("blocked", NONE, False, (AV, True), False),
+    # the only AMD GPU is a working Strix Halo on a fixed kernel: the normal profile branch
+    "strix-halo-nvidia-ubuntu-26.04-ready": ("ready", NONE, False, None, True),
+    "strix-halo-nvidia-unbound-ubuntu-26.04-ready": ("ready", NONE, False, None, False),
+    # a second AMD GPU: always blocked; the experiment ends unverified
+    "strix-halo-second-amd-ubuntu-26.04-old-kernel": ("blocked", NONE, False, (AV, False), False),
+    "strix-halo-second-amd-ubuntu-26.04-ready": ("blocked", NONE, False, (RD, False), False),
     "nvidia-datacenter-ubuntu-24.04": ("not-required", NONE, False, None, False),
     "cpu-only-ubuntu-24.04": ("not-required", NONE, False, None, False),
     "intel-only-ubuntu-24.04": ("not-required", NONE, False, None, False),
     "strix-halo-debian-13": ("blocked", NONE, False, None, False),
     "strix-halo-pci-missing-class": ("blocked", NONE, False, None, False),
     "strix-halo-pci-missing-vendor": ("blocked", NONE, False, None, False),
+}
+PLAN_FIELDS = {
+    "state", "message", "profileId", "profileVersion", "gpuProfile", "experimental",
+    "packages", "targetKernel", "rebootRequired", "displayGpus", "id",
 }
 
 
@@ -52,14 +60,24 @@ def test_scenario_gives_the_expected_plan(scenario: str, sim_roots: dict[str, Pa
     if experiment is None:
         assert "experiment" not in plan
     else:
-        assert plan["experiment"]["engineValidationAvailable"] is experiment
-        assert plan["experiment"]["experimentMode"] is True
-        assert plan["experiment"]["id"] != plan["id"]
+        exp = plan["experiment"]
+        # a plan of its own for the dashboard: every plan field, always experimental
+        assert set(exp) == PLAN_FIELDS | {"experimentMode", "engineValidationAvailable"}
+        assert (exp["state"], exp["engineValidationAvailable"]) == experiment
+        assert exp["experimental"] is True and exp["experimentMode"] is True
+        assert exp["id"] != plan["id"]
+        assert (exp["profileId"], exp["profileVersion"], exp["gpuProfile"]) == (
+            plan["profileId"], "1", "strix-halo"
+        )
         # the experiment is the same shipped package plan, shown with the full GPU list
-        assert plan["experiment"]["displayGpus"] == plan["displayGpus"]
+        assert exp["displayGpus"] == plan["displayGpus"]
         assert len(plan["displayGpus"]) >= 2
+        if exp["state"] == "ready":
+            assert (exp["packages"], exp["rebootRequired"]) == ({}, False)
+        else:
+            assert set(exp["packages"]) <= set(N26) and exp["rebootRequired"] is True
     assert doc["gpuMemory"]["supported"] is memory
-    if state in ("available", "ready") or experiment is not None:
+    if state in (AV, RD) or experiment is not None:
         assert "prepare-gpu" in doc["actions"]
     else:
         assert "prepare-gpu" not in doc["actions"]
@@ -69,7 +87,15 @@ def test_the_old_kernel_plan_is_exactly_the_reviewed_pin(sim_roots: dict[str, Pa
     plan = inspect_valid(sim_roots["strix-halo-ubuntu-26.04-old-kernel"])["plan"]
     assert plan["packages"] == {"linux-generic": "7.0.0-31.31"}
     assert plan["targetKernel"] == "7.0.0-31-generic"
-    assert plan["profileId"] == "strix-halo-ubuntu-26.04" and plan["profileVersion"] == 1
+    assert plan["profileId"] == "strix-halo-ubuntu-26.04" and plan["profileVersion"] == "1"
+    assert plan["gpuProfile"] == "strix-halo"
+
+
+def test_no_profile_gives_empty_strings_not_null(sim_roots: dict[str, Path]) -> None:
+    for scenario in ("cpu-only-ubuntu-24.04", "strix-halo-debian-13"):
+        plan = inspect_valid(sim_roots[scenario])["plan"]
+        profile = [plan[k] for k in ("profileId", "profileVersion", "gpuProfile", "targetKernel")]
+        assert profile == ["", "", "", ""] and plan["experimental"] is False
 
 
 def test_an_unknown_os_gets_no_experiment(sim_roots: dict[str, Path]) -> None:
@@ -90,3 +116,23 @@ def test_a_new_boot_gives_a_new_plan_id(tmp_path: Path) -> None:
     before = inspect_valid(tmp_path / "h")["plan"]["id"]
     boot_host(tmp_path / "h")
     assert inspect_valid(tmp_path / "h")["plan"]["id"] != before
+
+
+@pytest.mark.parametrize("scenario", sorted(EXPECTED))
+def test_memory_option_labels_are_the_firmware_text(
+    scenario: str, sim_roots: dict[str, Path]
+) -> None:
+    doc = inspect_valid(sim_roots[scenario])
+    options = doc["gpuMemory"]["options"]
+    files = list(sim_roots[scenario].glob("sys/bus/pci/devices/*/uma/carveout_options"))
+    if not files:
+        assert options == []
+        return
+    (path,) = files
+    lines = path.read_text().splitlines()
+    firmware = {int(line.split(": ", 1)[0]): line.split(": ", 1)[1].strip() for line in lines}
+    if not options:  # the capability can be unsupported before the options are listed
+        return
+    assert {o["index"]: o["label"] for o in options} == firmware
+    labels = [o["label"] for o in options]
+    assert "Minimum (512 MB)" in labels and "(1 GB)" in labels

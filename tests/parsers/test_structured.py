@@ -15,6 +15,7 @@ from magicstick_host.domain.parsers.carveout import (
     parse_carveout_index,
     parse_carveout_options,
     render_carveout_options,
+    size_text,
 )
 from magicstick_host.domain.parsers.cmdline import memory_overrides, split_cmdline
 from magicstick_host.domain.parsers.dpkg_status import installed_versions, parse_dpkg_status
@@ -93,42 +94,76 @@ def test_dpkg_rejects(text: str) -> None:
 
 # --- carve-out
 
-label = st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"],
-                                       blacklist_characters="\n"), max_size=12)
+name = st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"],
+                                      blacklist_characters="\n"), max_size=12)
 
 
 @st.composite
-def carveout_options(draw: st.DrawFn) -> tuple[CarveoutOption, ...]:
+def carveout_entries(draw: st.DrawFn) -> list[tuple[int, str, int]]:
+    """(index, firmware name, MiB) as the firmware lists them."""
     n = draw(st.integers(min_value=1, max_value=19))
     indexes = draw(st.lists(st.integers(0, 30), min_size=n, max_size=n, unique=True))
     sizes = draw(st.lists(st.integers(1, 131072), min_size=n, max_size=n, unique=True))
-    labels = draw(st.lists(label, min_size=n, max_size=n))
-    return tuple(CarveoutOption(i, lab, s) for i, lab, s in zip(indexes, labels, sizes,
-                                                                strict=True))
+    names = draw(st.lists(name, min_size=n, max_size=n))
+    return list(zip(indexes, names, sizes, strict=True))
 
 
-@given(options=carveout_options(), newline=st.booleans())
-def test_carveout_round_trip(options: tuple[CarveoutOption, ...], newline: bool) -> None:
-    text = render_carveout_options(options)
-    assert parse_carveout_options(text if newline else text[:-1]) == options
+@given(entries=carveout_entries(), newline=st.booleans())
+def test_carveout_labels_are_the_firmware_text(
+    entries: list[tuple[int, str, int]], newline: bool
+) -> None:
+    text = render_carveout_options(entries)
+    parsed = parse_carveout_options(text if newline else text[:-1])
+    assert parsed == tuple(
+        CarveoutOption(i, f"{n} ({size_text(mi)})".strip(), mi) for i, n, mi in entries
+    )
+    for option, line in zip(parsed, text.splitlines(), strict=True):
+        # the label is the line after `<index>: `, trimmed, and names the parsed size
+        assert option.label == line.split(": ", 1)[1].strip()
+        assert option.label.endswith(f"({size_text(option.size_mi)})")
 
 
-@given(options=carveout_options())
-def test_carveout_mb_rendering_round_trip(options: tuple[CarveoutOption, ...]) -> None:
-    # the kernel may print whole GiB in MB as well
-    text = "".join(f"{o.index}: {o.label} ({o.size_mi} MB)\n" for o in options)
-    assert parse_carveout_options(text) == options
+@given(entries=carveout_entries())
+def test_carveout_labels_keep_the_unit_the_firmware_used(
+    entries: list[tuple[int, str, int]],
+) -> None:
+    # the kernel may print whole GiB in MB as well; the label shows what it printed
+    text = "".join(f"{i}: {n} ({mi} MB)\n" for i, n, mi in entries)
+    assert parse_carveout_options(text) == tuple(
+        CarveoutOption(i, f"{n} ({mi} MB)".strip(), mi) for i, n, mi in entries
+    )
+
+
+@given(entries=carveout_entries(), pad=st.text(alphabet=" \t", min_size=1, max_size=3))
+def test_carveout_labels_are_trimmed(entries: list[tuple[int, str, int]], pad: str) -> None:
+    text = "".join(f"{i}: {pad}{n} ({size_text(mi)})\n" for i, n, mi in entries)
+    # leading padding never reaches the label: the same label as without it
+    assert parse_carveout_options(text) == tuple(
+        CarveoutOption(i, f"{n} ({size_text(mi)})".strip(), mi) for i, n, mi in entries
+    )
 
 
 def test_carveout_example_from_host_facts() -> None:
     text = "0: Minimum (512 MB)\n1:  (1 GB)\n7: Medium (16 GB)\n9: High (32 GB)\n"
     assert parse_carveout_options(text) == (
-        CarveoutOption(0, "Minimum", 512),
-        CarveoutOption(1, "", 1024),
-        CarveoutOption(7, "Medium", 16384),
-        CarveoutOption(9, "High", 32768),
+        CarveoutOption(0, "Minimum (512 MB)", 512),
+        CarveoutOption(1, "(1 GB)", 1024),
+        CarveoutOption(7, "Medium (16 GB)", 16384),
+        CarveoutOption(9, "High (32 GB)", 32768),
     )
     assert parse_carveout_index("7\n") == 7
+
+
+@pytest.mark.parametrize(("line", "label", "size_mi"), [
+    ("0: Minimum (512 MB)", "Minimum (512 MB)", 512),
+    ("1:  (1 GB)", "(1 GB)", 1024),
+    ("2:    (2 GB)", "(2 GB)", 2048),
+    ("3: Big (disk) (1536 MB)", "Big (disk) (1536 MB)", 1536),
+    ("4: Two  spaces (96 GB)", "Two  spaces (96 GB)", 98304),
+])
+def test_carveout_label_examples(line: str, label: str, size_mi: int) -> None:
+    (option,) = parse_carveout_options(line + "\n")
+    assert (option.label, option.size_mi) == (label, size_mi)
 
 
 @pytest.mark.parametrize("text", [

@@ -56,7 +56,7 @@ def host(**kw: Any) -> HostFacts:
             "state": "available",
             "id": PLAN_ID,
             "experimental": True,
-            "experiment": {"id": EXP_ID},
+            "experiment": {"id": EXP_ID, "state": "available", "experimental": True},
         },
         "gpu_memory": {"supported": True, "id": MEM_ID},
         "shutdown_scheduled": False,

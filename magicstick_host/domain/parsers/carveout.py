@@ -2,12 +2,14 @@
 `uma/carveout`.
 
 `carveout_options` has one line per option, `<index>: <name> (<size> GB|MB)`; the name may be
-empty, which leaves two spaces (`1:  (1 GB)`).
+empty, which leaves two spaces (`1:  (1 GB)`). An option's label is the firmware's own text for
+it: everything after `<index>: `, whitespace-trimmed (`Minimum (512 MB)`, `(1 GB)`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from magicstick_host.domain.evidence import CarveoutOption
 from magicstick_host.domain.parsers.common import ParseError, parse_uint, shorten, split_lines
@@ -38,7 +40,8 @@ def parse_carveout_options(text: str) -> tuple[CarveoutOption, ...]:
             raise ParseError(f"line {lineno}: duplicate size {size_mi} MiB")
         indexes.add(index)
         sizes.add(size_mi)
-        options.append(CarveoutOption(index=index, label=match.group(2), size_mi=size_mi))
+        label = line[match.end(1) + 2 :].strip()
+        options.append(CarveoutOption(index=index, label=label, size_mi=size_mi))
     if not options:
         raise ParseError("no options")
     if len(options) > MAX_OPTIONS:
@@ -54,13 +57,11 @@ def parse_carveout_index(text: str) -> int:
     return index
 
 
-def render_carveout_options(options: tuple[CarveoutOption, ...]) -> str:
-    """The kernel's format; whole GiB are shown in GB, anything else in MB."""
-    lines = []
-    for option in options:
-        if option.size_mi % 1024 == 0:
-            size = f"{option.size_mi // 1024} GB"
-        else:
-            size = f"{option.size_mi} MB"
-        lines.append(f"{option.index}: {option.label} ({size})\n")
-    return "".join(lines)
+def size_text(size_mi: int) -> str:
+    """The kernel's size text: whole GiB in GB, anything else in MB."""
+    return f"{size_mi // 1024} GB" if size_mi % 1024 == 0 else f"{size_mi} MB"
+
+
+def render_carveout_options(options: Sequence[tuple[int, str, int]]) -> str:
+    """The kernel's format for (index, firmware name, MiB) entries."""
+    return "".join(f"{index}: {name} ({size_text(mi)})\n" for index, name, mi in options)
