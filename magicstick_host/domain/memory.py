@@ -163,10 +163,10 @@ def _carveout_stage(op: Operation, now: Situation) -> Decision:
             "The Strix Halo GPU or its firmware memory control changed "
             "since the request was reviewed; nothing was written.",
         )
-    options = [
-        {"index": o.index, "label": o.label, "sizeMi": o.size_mi} for o in (uma.options or ())
-    ]
-    if options != data["options"] or uma.selected_index != data["fromCarveoutIndex"]:
+    # the firmware's choices by index and size; a label is text, and its form may change
+    options = sorted((o.index, o.size_mi) for o in (uma.options or ()))
+    reviewed = sorted((int(o["index"]), int(o["sizeMi"])) for o in data["options"])
+    if options != reviewed or uma.selected_index != data["fromCarveoutIndex"]:
         return SetPhase(
             "Failed",
             f"The firmware memory options or choice changed since review (expected choice "
