@@ -284,7 +284,9 @@ class Tick:
         op = state.operation
         if op is None or op.terminal or state.block is not None:
             return state
-        decision = OPERATIONS[op.action].decide(op, self.situation(ev, now, cluster))
+        decision = ops.too_late(op, now.wall) or OPERATIONS[op.action].decide(
+            op, self.situation(ev, now, cluster)
+        )
         if isinstance(decision, Wait):
             waited = ops.touch_message(op, decision.message, wall=now.wall)
             if waited is op:

@@ -77,6 +77,8 @@ class Accepted:
     digest: str
     plan_id: str
     experiment: bool
+    # the end of the request's lifetime: an operation that has not started by then never does
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -136,9 +138,16 @@ def review_request(obj: dict[str, Any], state: State, host: HostFacts, limits: L
     if meta.get("deletionTimestamp"):
         return reject("The request is being deleted; no action was executed.")
     if status.get("phase"):
+        pending = (
+            " A shutdown is still scheduled on this host; the worker left it as it is."
+            if host.shutdown_scheduled
+            else ""
+        )
         return reject(
-            "The execution state was lost: this request already has a status but the host has "
-            "no record of it. Nothing was executed; create a new request."
+            f"The execution state was lost: this request already has a status "
+            f"({status.get('phase')}) but this host has no record of it, so what it ran cannot "
+            f"be told from here.{pending} Check the host and `magicstick-host history` before "
+            "creating a new request."
         )
     if state.block is not None:
         return reject(f"The host worker is stopped: {state.block.message}")
@@ -156,7 +165,9 @@ def review_request(obj: dict[str, Any], state: State, host: HostFacts, limits: L
     problem = _spec_problem(spec, action, request_id, state, host, limits, meta)
     if problem is not None:
         return reject(problem)
-    return _accept(uid, request_id, action, spec, host)
+    created = _parse_time(meta.get("creationTimestamp"))
+    expires = created + timedelta(seconds=limits.request_max_age_s) if created else None
+    return _accept(uid, request_id, action, spec, expires)
 
 
 def _spec_problem(
@@ -287,7 +298,7 @@ def _memory_problem(
 
 
 def _accept(
-    uid: str, request_id: str, action: str, spec: dict[str, Any], host: HostFacts
+    uid: str, request_id: str, action: str, spec: dict[str, Any], expires: datetime | None
 ) -> Review:
     return Accepted(
         uid=uid,
@@ -297,4 +308,5 @@ def _accept(
         digest=request_digest(uid, spec),
         plan_id=str(spec.get("planId", "")),
         experiment=bool(spec.get("experimentMode")),
+        expires_at=expires,
     )

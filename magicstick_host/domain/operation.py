@@ -48,6 +48,7 @@ def start_operation(
         phase_since_boottime=boottime,
         reboot_budget=reboot_budget,
         data=dict(data),
+        request_expires_at=rfc3339(req.expires_at) if req.expires_at else "",
     )
 
 
@@ -67,6 +68,20 @@ def set_phase(
         outcome=change.outcome or op.outcome,
         data={**op.data, **change.data},
         **clock,  # type: ignore[arg-type]
+    )
+
+
+def too_late(op: Operation, wall: datetime) -> SetPhase | None:
+    """An accepted operation that could not take its first step within the request's lifetime
+    (e.g. the state disk was full) never starts late: the administrator has moved on."""
+    if op.phase != "Accepted" or op.steps or not op.request_expires_at:
+        return None
+    if rfc3339(wall) <= op.request_expires_at:
+        return None
+    return SetPhase(
+        "Interrupted",
+        "The request's lifetime ended before its first step could run; too late, nothing was "
+        "executed. Create a new request if it is still wanted.",
     )
 
 

@@ -86,6 +86,8 @@ class Operation:
     status_refused: str = ""
     # "uncertain" when a terminal phase was reached by classification rather than proof
     outcome: str = ""
+    # creation + the request lifetime (RFC 3339): an operation still Accepted then never starts
+    request_expires_at: str = ""
 
     @property
     def terminal(self) -> bool:
@@ -119,6 +121,7 @@ class Operation:
             "data": self.data,
             "publishedStatusDigest": self.published_status_digest,
             "statusRefused": self.status_refused,
+            "requestExpiresAt": self.request_expires_at,
             "outcome": self.outcome,
         }
 
@@ -145,6 +148,7 @@ class Operation:
             data=dict(doc["data"]),
             published_status_digest=doc["publishedStatusDigest"],
             status_refused=doc.get("statusRefused", ""),
+            request_expires_at=doc.get("requestExpiresAt", ""),
             outcome=doc["outcome"],
         )
 
