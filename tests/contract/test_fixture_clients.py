@@ -117,3 +117,67 @@ def test_admin_cert_is_the_k3s_admin(kube: KubeCluster) -> None:
     assert status == 201, review
     info = review["status"]["userInfo"]
     assert info["username"] == "system:admin" and "system:masters" in info["groups"]
+
+
+# -- the test CRDs of what the worker reads (tests/crds) ----------------------------------------
+
+APPLIANCES = f"/apis/{GROUP}/{VERSION}/namespaces/{NAMESPACE}/appliances"
+MERGE = "application/merge-patch+json"
+
+
+def amd_gpu_nodes(nodes: list[dict[str, object]]) -> dict[str, object]:
+    return {"hardwareOperators": {"amd-gpu": {"phase": "Ready",
+                                              "compatibility": {"nodes": nodes}}}}
+
+
+def test_an_appliance_status_carries_the_operator_eligibility(kube: KubeCluster) -> None:
+    name = "appliance-" + hexs(8)  # fresh: other tests own `local`
+    status, _ = kube.request("POST", APPLIANCES, {
+        "apiVersion": f"{GROUP}/{VERSION}", "kind": "Appliance",
+        "metadata": {"name": name, "namespace": NAMESPACE}, "spec": {"profile": "edge"}})
+    assert status == 201
+    entry = {"nodeUid": "uid-1", "hostBootId": "boot-1", "hostFingerprint": "f" * 64,
+             "eligible": True, "hostDriverReady": True, "resourceRegistered": True,
+             "profile": "strix-halo"}
+    status, body = kube.request("PATCH", f"{APPLIANCES}/{name}/status",
+                                {"status": amd_gpu_nodes([entry])}, content_type=MERGE)
+    assert status == 200, body
+    read = kube.custom("worker").get_namespaced_custom_object(
+        GROUP, VERSION, NAMESPACE, "appliances", name)
+    assert read["status"]["hardwareOperators"]["amd-gpu"]["compatibility"]["nodes"] == [entry]
+    assert read["status"]["hardwareOperators"]["amd-gpu"]["phase"] == "Ready"
+    # the worker's fields are typed as it reads them: a string "true" is not a boolean
+    status, body = kube.request("PATCH", f"{APPLIANCES}/{name}/status",
+                                {"status": amd_gpu_nodes([{**entry, "eligible": "true"}])},
+                                content_type=MERGE)
+    assert status == 422 and "eligible" in str(body)
+
+
+def test_the_model_serving_objects_are_readable_in_every_namespace(kube: KubeCluster) -> None:
+    namespace = "models-" + hexs(8)
+    kube.core("admin").create_namespace({"metadata": {"name": namespace}})
+    activation = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelActivation",
+                  "metadata": {"name": "qwen", "namespace": namespace},
+                  "spec": {"enabled": True, "type": "local", "model": "qwen3",
+                           "local": {"freetoken": {"gpuDevice": "node:box-1", "slots": 2}}}}
+    minimal = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelActivation",
+               "metadata": {"name": "defaults", "namespace": namespace}, "spec": {}}
+    model = {"apiVersion": "kubeai.org/v1", "kind": "Model",
+             "metadata": {"name": "llama", "namespace": namespace},
+             "spec": {"url": "hf://example/llama", "minReplicas": 0}}
+    admin = kube.custom("admin")
+    for obj in (activation, minimal):
+        admin.create_namespaced_custom_object(GROUP, VERSION, namespace, "modelactivations", obj)
+    admin.create_namespaced_custom_object("kubeai.org", "v1", namespace, "models", model)
+    worker = kube.custom("worker")
+    found = worker.list_cluster_custom_object(GROUP, VERSION, "modelactivations")["items"]
+    mine = {o["metadata"]["name"]: o["spec"] for o in found
+            if o["metadata"]["namespace"] == namespace}
+    assert mine == {"qwen": activation["spec"], "defaults": {}}  # no defaults, nothing pruned
+    models = worker.list_cluster_custom_object("kubeai.org", "v1", "models")["items"]
+    assert [m["spec"] for m in models if m["metadata"]["namespace"] == namespace] == [
+        model["spec"]]
+    status, body = kube.request("POST", f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/"
+                                "modelactivations", {**minimal, "spec": {"enabled": "yes"}})
+    assert status == 422 and "enabled" in str(body)
+    assert kube.request("GET", "/api/v1/pods", user="worker")[0] == 200
