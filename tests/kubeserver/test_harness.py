@@ -79,10 +79,12 @@ def test_manifests_are_installed_in_dependency_order() -> None:
     docs = load_manifests(
         [Path(__file__).resolve().parents[2] / "playbooks" / "files" / "manifests"])
     kinds = [d["kind"] for d in docs]
-    assert kinds == ["Namespace", "CustomResourceDefinition", "Role", "RoleBinding"]
+    assert kinds == ["Namespace", "CustomResourceDefinition", "Role", "RoleBinding", "Role",
+                     "RoleBinding"]
     paths = [collection_path(d) for d in docs]
     assert paths[0] == "/api/v1/namespaces"
     assert paths[2] == "/apis/rbac.authorization.k8s.io/v1/namespaces/ai-system/roles"
+    assert paths[4] == "/apis/rbac.authorization.k8s.io/v1/namespaces/host-management/roles"
 
 
 @pytest.mark.apiserver
