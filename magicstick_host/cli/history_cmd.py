@@ -7,13 +7,13 @@ import json
 import click
 
 from magicstick_host import app
-from magicstick_host.cli.options import state_dir_option
+from magicstick_host.cli.status_cmd import viewer_state_dir_option
 from magicstick_host.domain.history import render_history
 from magicstick_host.errors import ExitCode
 
 
 @click.command("history")
-@state_dir_option
+@viewer_state_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print one versioned JSON object.")
 def history_command(state_dir: str, as_json: bool) -> int:
     """List past operations from the journal: each transition, the boots seen, the outcome.

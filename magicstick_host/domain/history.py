@@ -59,6 +59,11 @@ def transition_entry(
     }
 
 
+def _seq(entry: dict[str, Any]) -> int | None:
+    value = entry.get("seq")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _text(value: Any) -> str:
     return value[:_MAX_SHOWN_MESSAGE] if isinstance(value, str) else ""
 
@@ -100,16 +105,16 @@ def build_history(
 ) -> dict[str, Any]:
     """The `history --json` document. `pending` is the state's newest entry when the journal
     does not have it yet (the next tick appends it)."""
-    seqs = {e.get("seq") for e in entries}
+    seqs = {_seq(e) for e in entries}
     rows = [(e, False) for e in entries]
-    if pending is not None and pending.get("seq") not in seqs:
+    if pending is not None and _seq(pending) not in seqs:
         rows.append((pending, True))
     operations: dict[str, dict[str, Any]] = {}
     events: list[dict[str, Any]] = []
     for entry, is_pending in rows:
         subject = _subject(entry)
         row: dict[str, Any] = {
-            "seq": entry.get("seq") if isinstance(entry.get("seq"), int) else None,
+            "seq": _seq(entry),
             "at": _text(entry.get("at")) or _text(entry.get("time")),
             "event": _text(entry.get("event")),
             "phase": subject["phase"],

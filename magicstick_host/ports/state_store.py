@@ -368,12 +368,12 @@ class FileStateStore:
         committed = replace(state, last_journal=full)
         self.save(committed)
         self._last = full
-        self._fault("before-journal-append")
         self._append_committed(full)
         return committed
 
     def _append_committed(self, entry: dict[str, Any]) -> None:
         try:
+            self._fault("before-journal-append")
             self.append_journal(entry)
         except OSError as exc:
             raise StateError(
