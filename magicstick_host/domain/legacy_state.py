@@ -28,7 +28,7 @@ in `data["legacy"]["unknown"]`, so each decision can tell "unknown" from a recor
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -181,18 +181,24 @@ def _action_data(cur: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return {}, []
 
 
-def _continuation(cur: dict[str, Any]) -> tuple[str, str | None, Any, str] | None:
-    """(message, boot, since, why-not) for a phase this worker continues; None otherwise.
+@dataclass(frozen=True)
+class _Continuation:
+    """How a legacy phase this worker can prove goes on."""
 
-    `boot` is None when the record lacks the boot the phase ran in: then `why-not` says so."""
+    message: str
+    boot: str | None  # the boot the phase ran in; None when the record lacks it
+    since: Any  # the legacy time the phase began (epoch seconds or RFC 3339)
+    unprovable: str  # why it cannot go on without `boot`
+
+
+def _continuation(cur: dict[str, Any]) -> _Continuation | None:
     action, phase = cur["action"], cur["phase"]
     if _SCHEDULED.get(action) == phase:
-        boot = _str(cur.get("stageBootId")) or _str(cur.get("initialBootId"))
         what = "shutdown" if phase == "PoweroffScheduled" else "restart"
-        return (
+        return _Continuation(
             f"The {what} was scheduled by the previous worker version; this worker waits for "
             "the new boot that proves it.",
-            boot,
+            _str(cur.get("stageBootId")) or _str(cur.get("initialBootId")),
             cur.get("scheduledAt"),
             f"the boot the {what} was scheduled in is not recorded, so it cannot be proven",
         )
@@ -200,15 +206,12 @@ def _continuation(cur: dict[str, Any]) -> tuple[str, str | None, Any, str] | Non
         own, other = ("registration", "validation")
         if phase == "Validating":
             own, other = other, own
-        boot = _str(cur.get(f"{own}BootId")) or _str(cur.get(f"{other}BootId"))
         since = cur.get(f"{own}StartedAt")
-        if since is None:
-            since = cur.get(f"{other}StartedAt")
-        return (
+        return _Continuation(
             "Registering (continued from the previous worker version): waiting for the GPU "
             "to register.",
-            boot,
-            since,
+            _str(cur.get(f"{own}BootId")) or _str(cur.get(f"{other}BootId")),
+            since if since is not None else cur.get(f"{other}StartedAt"),
             "the boot the registration began in is not recorded",
         )
     return None
@@ -247,21 +250,20 @@ def migrate_operation(cur: dict[str, Any], *, wall: datetime, boottime: float) -
         message = legacy_message or f"Finished ({phase}) under the previous worker version."
         return replace(base, message=message[:2048], data={**data, "legacy": legacy})
     cont = _continuation(cur)
-    if cont is not None and cont[1] is not None:
-        message, boot, since, _ = cont
-        assert boot is not None
+    if cont is not None and cont.boot is not None:
         reboots = base.reboots_used
         if phase in _SCHEDULED.values():
             reboots = max(reboots, 1)  # a restart was scheduled: it counts against the budget
+        since = _boottime_at(epoch_seconds(cont.since), wall=wall, boottime=boottime)
         return replace(
             base,
-            message=message,
-            phase_boot_id=boot,
-            phase_since_boottime=_boottime_at(epoch_seconds(since), wall=wall, boottime=boottime),
+            message=cont.message,
+            phase_boot_id=cont.boot,
+            phase_since_boottime=since,
             reboots_used=reboots,
             data={**data, "legacy": legacy},
         )
-    why = f" ({cont[3]})" if cont is not None else ""
+    why = f" ({cont.unprovable})" if cont is not None else ""
     return replace(
         base,
         phase="Interrupted",

@@ -609,7 +609,7 @@ def test_a_corrupt_state_entry_follows_the_journal_numbering(tmp_path: Path) -> 
 def test_the_journal_tail_is_found_behind_a_long_last_line(tmp_path: Path) -> None:
     store = make_store(tmp_path)
     store.commit(a_state(), {**entry(1), "message": "m" * 600_000})
-    assert make_store(tmp_path)._journal_last_seq() == 1
+    assert make_store(tmp_path).journal.last_seq() == 1
 
 
 def set_immutable(path: Path, on: bool) -> None:

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 from magicstick_host import app, schemas
 from magicstick_host.cli.main import main
-from magicstick_host.domain.history import build_history
 from magicstick_host.domain.state import State
 from magicstick_host.errors import StateError, UnsafePathError
 from magicstick_host.ports.state_store import FileStateStore
@@ -87,17 +86,18 @@ def assert_complete(world: World) -> list[dict[str, Any]]:
     return journal
 
 
-class KilledAt:
-    """The process dies right before its n-th journal append (after the state replace)."""
+class KilledBeforeAppend(FileStateStore):
+    """The process dies at its n-th journal append, after the state was replaced."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, directory: Path, n: int) -> None:
+        super().__init__(directory)
         self.n, self.seen = n, 0
 
-    def __call__(self, point: str) -> None:
-        if point == "before-journal-append":
-            self.seen += 1
-            if self.seen == self.n:
-                raise SimulatedCrash(point)
+    def append_journal(self, entry: dict[str, Any]) -> None:
+        self.seen += 1
+        if self.seen == self.n:
+            raise SimulatedCrash("killed before the journal append")
+        super().append_journal(entry)
 
 
 @pytest.mark.apiserver
@@ -107,15 +107,14 @@ def test_a_kill_between_state_and_journal_loses_no_transition(
 ) -> None:
     world = World(tmp_path, kube, READY)
     world.create_request("reboot")
-    killed = KilledAt(n)
-    for _ in range(3):  # accepted, intent, outcome: the n-th append never happens
-        tick_with(world, FileStateStore(world.state_dir, fault=killed))
-        if killed.seen >= n:
-            break
+    # accepted, intent, outcome: all in the first tick; the n-th append never happens
+    tick_with(world, KilledBeforeAppend(world.state_dir, n))
     final = drive(world)
-    journal = assert_complete(world)
-    events = [e["event"] for e in journal]
+    events = [e["event"] for e in world.journal()]
     assert events.count("accepted") == 1 and events[0] == "accepted", events
+    if n == 3:  # the shutdown was scheduled before the kill: its outcome is journaled too
+        assert "outcome:schedule-shutdown" in events, events
+    journal = assert_complete(world)
     assert journal[-1]["phase"] == final
     assert len(world.effects("shutdown")) <= 1
 
@@ -287,6 +286,8 @@ def test_build_history_takes_any_entries_and_always_matches_its_schema(
     entries: list[dict[str, Any]], pending: dict[str, Any] | None
 ) -> None:
     from datetime import UTC, datetime
+
+    from magicstick_host.domain.history import build_history
 
     doc = build_history(
         entries, observed_at=datetime(2026, 5, 9, tzinfo=UTC), journal="j", pending=pending

@@ -330,3 +330,14 @@ def test_status_shows_a_legacy_state_as_its_migration_without_touching_it(
     assert "next tick migrates it" in doc["next"]
     assert (state_dir / "state.json").read_bytes() == legacy
     assert sorted(p.name for p in state_dir.iterdir()) == ["state.json"]
+
+
+def test_status_answers_at_once_with_a_fifo_in_place_of_the_state_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    state_dir = tmp_path / "state"
+    FileStateStore(state_dir).prepare()
+    os.mkfifo(state_dir / "state.json", 0o600)
+    doc = status_in_time(capsys, state_dir)
+    assert "not a regular file" in doc["stateError"]
+    assert "recover --confirm strix-01" in doc["next"]
