@@ -749,3 +749,23 @@ def test_quarantine_leaves_what_chmod_or_chown_fixes(tmp_path: Path) -> None:
     os.chmod(store.state_path, 0o644)
     assert store.quarantine() == []
     assert store.state_path.is_file()
+
+
+# ---- property: the strict reader fails only with a reason, and agrees with json otherwise ---
+
+
+@settings(max_examples=200, deadline=None)
+@given(raw=st.binary(max_size=64) | json_values.map(lambda v: json.dumps(v).encode()))
+def test_strict_json_reads_plain_json_and_refuses_the_rest_with_a_reason(raw: bytes) -> None:
+    from magicstick_host.domain.strict_json import loads_strict
+
+    try:
+        expected = json.loads(raw)
+    except ValueError:
+        expected = ValueError
+    try:
+        got = loads_strict(raw)
+    except ValueError as exc:
+        assert str(exc)
+        return
+    assert expected is not ValueError and got == expected

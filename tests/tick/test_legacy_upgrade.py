@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from magicstick_host.domain.intake import request_digest
 from magicstick_host.domain.legacy_state import (
@@ -621,3 +623,92 @@ def test_a_migrated_operation_whose_request_is_gone_stops(tmp_path: Path, kube: 
     assert state.block is not None and state.block.code == "execution-state-removed"
     assert state.operation is not None and state.operation.phase == "Interrupted"
     assert state.operation.name == world.request_name
+
+
+# ---- property: every file the legacy schema admits migrates to a valid state ----------------
+
+HEX = "0123456789abcdef"
+maybe = st.none()
+times = (
+    maybe
+    | st.floats(0, 4e9, allow_nan=False)
+    | st.integers(0, 4_000_000_000)
+    | st.sampled_from(
+        ["2026-05-09T07:00:00Z", "2026-05-09T07:00:00.5+02:00", "1999-01-01T00:00:00Z"]
+    )
+)
+boots = maybe | st.sampled_from([BOOT0, BOOT1, "b"])
+objects = maybe | st.dictionaries(
+    st.sampled_from(["id", "gpuProfile", "targetKernel", "packages", "experimentMode",
+                     "engineValidationAvailable", "options", "pciAddress", "metadata", "spec",
+                     "uid", "currentCarveoutIndex", "profileVersion"]),
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6)
+    | st.lists(st.dictionaries(st.sampled_from(["index", "sizeMi"]), st.integers(), max_size=2),
+               max_size=3)
+    | st.dictionaries(st.sampled_from(["uid", "a"]), st.text(max_size=4), max_size=2),
+    max_size=6,
+)
+currents = st.fixed_dictionaries(
+    {
+        "operationUid": st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,20}\Z"),
+        "requestId": st.text(HEX, min_size=32, max_size=32),
+        "action": st.sampled_from(["reboot", "poweroff", "prepare-gpu", "configure-gpu-memory",
+                                   "configure-network", "x"]),
+        "phase": st.sampled_from(["Accepted", "Preparing", "RebootScheduled",
+                                  "PoweroffScheduled", "Verifying", "Registering", "Validating",
+                                  "Succeeded", "Failed", "Interrupted", "Rejected", "Weird"]),
+    },
+    optional={
+        "message": maybe | st.text(max_size=3000),
+        "initialBootId": boots,
+        "startedAt": times,
+        "plan": objects,
+        "scheduledAt": times,
+        "verifyStartedAt": times,
+        "registrationStartedAt": times,
+        "registrationBootId": boots,
+        "validationStartedAt": times,
+        "validationBootId": boots,
+        "activationBefore": objects,
+        "memoryDesired": maybe | st.fixed_dictionaries(
+            {"carveoutIndex": st.integers(0, 255), "dynamicLimitMi": st.integers(1, 1048576)}
+        ),
+        "memoryStage": st.sampled_from([None, "uma", "ttm"]),
+        "rebootCount": maybe | st.integers(0, 16),
+        "stageBootId": boots,
+    },
+)
+legacy_docs = st.fixed_dictionaries(
+    {
+        "completed": st.lists(st.text(HEX, min_size=32, max_size=32), max_size=5),
+        "current": maybe | currents,
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=legacy_docs)
+def test_every_admitted_legacy_file_migrates_to_a_valid_state(doc: dict[str, Any]) -> None:
+    from magicstick_host import schemas
+
+    assert schemas.errors("legacy-state", doc) == []
+    state = migrate_legacy_state(doc, wall=NOW, boottime=BOOTTIME)
+    assert schemas.errors("state", state.to_json()) == []
+    assert all(state.seen_request_id(r) for r in doc["completed"])
+    op, cur = state.operation, doc["current"]
+    if cur is None:
+        assert op is None
+        return
+    assert op is not None and state.seen_uid(cur["operationUid"]) is not None
+    if not op.terminal:  # only the phases the contract continues, each in its own boot
+        assert (op.action, op.phase) in {
+            ("reboot", "RebootScheduled"),
+            ("poweroff", "PoweroffScheduled"),
+            ("prepare-gpu", "RebootScheduled"),
+            ("configure-gpu-memory", "RebootScheduled"),
+            ("prepare-gpu", "Registering"),
+            ("prepare-gpu", "Validating"),
+        }
+        assert op.phase_boot_id and op.phase_since_boottime <= BOOTTIME
+    elif cur["phase"] not in TERMINAL_PHASES:
+        assert op.phase == "Interrupted" and NOT_RESUMED in op.message
