@@ -50,9 +50,6 @@ _SCHEDULED = {
     "poweroff": "PoweroffScheduled",
 }
 _REGISTERING = ("Registering", "Validating")
-UNKNOWN_MEMORY_IDENTITY = {"kernel": None, "os": None, "fingerprint": None, "amdDriver": None}
-
-
 def is_legacy_document(doc: Any) -> bool:
     """The original worker's shape: an object without `schemaVersion` that has `completed`."""
     return isinstance(doc, dict) and "schemaVersion" not in doc and "completed" in doc
@@ -167,9 +164,10 @@ def _memory_data(cur: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         "carveoutWritten": stage == "carveout" or reboots >= 2,
         "ttmWritten": stage == "ttm",
         # what must not change across the restarts: the original never recorded it
-        "identity": dict(UNKNOWN_MEMORY_IDENTITY),
+        # the original kept no identity: verification checks what it can without one
+        "identity": None,
     }
-    unknown = ["identity"] + [k for k, v in data.items() if v is None]
+    unknown = [k for k, v in data.items() if v is None]
     return data, unknown
 
 

@@ -101,6 +101,8 @@ def build_status(
             "rebootsUsed": op.reboots_used,
             "rebootBudget": op.reboot_budget,
             "outcome": op.outcome,
+            # the cluster refused to take this status (403, 422: e.g. an older CRD)
+            "statusRefused": op.status_refused,
             "steps": [
                 {
                     "name": s.name,
@@ -146,6 +148,12 @@ def render_status(doc: dict[str, Any]) -> str:
         lines.append(f"Message:    {op['message']}")
         lines.append(f"Restarts:   {op['rebootsUsed']} of {op['rebootBudget']} used")
         lines.append(f"Accepted:   {op['acceptedAt']}   updated {op['updatedAt']}")
+        if op["statusRefused"]:
+            lines.append(
+                f"Status:     NOT IN KUBERNETES: the server refused it ({op['statusRefused']}); "
+                "the operation and the Node report go on, the status is sent again when it "
+                "changes"
+            )
         for step in op["steps"]:
             lines.append(
                 f"  step {step['name']}: {step['outcome']} "

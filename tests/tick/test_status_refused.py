@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
+from magicstick_host.app import status_document
 from magicstick_host.domain.report_policy import dashboard_considers_fresh
+from magicstick_host.domain.status_view import render_status
 from tests.harness.world import World
 from tests.kubeserver import build
 from tests.kubeserver.fixtures import KubeCluster, apiserver_unavailable
@@ -84,7 +86,12 @@ def test_an_older_crd_refuses_registering_and_the_operation_still_succeeds(
         op = world.state().operation
         if op is not None and op.phase == "Registering":
             # the server's answer is recorded, and this status is not sent again
-            refused_seen = refused_seen or "422" in op.status_refused
+            if "422" in op.status_refused and not refused_seen:
+                refused_seen = True
+                # the console shows it
+                doc = status_document(str(world.state_dir), world.node_name)
+                assert "422" in doc["operation"]["statusRefused"]
+                assert "NOT IN KUBERNETES" in render_status(doc)
             world.registered()
         if op is not None and op.terminal:
             break
