@@ -131,7 +131,15 @@ def publish_report(
     if problems:  # a bug: never put a report the dashboard cannot read on the Node
         raise MagicstickError(f"the report does not match its schema: {problems[0]}")
     value = encode_report(report, tick.d.limits.report_max_chars)
-    kube.patch_node_annotation(tick.d.node_name, cluster.node_uid, REPORT_ANNOTATION, value)
+    # save=False is the heartbeat of a running playbook: bounded on its own, since the playbook
+    # may hold the lock past the tick's Kubernetes budget
+    bound = (
+        contextlib.nullcontext()
+        if save
+        else kube.budget(tick.d.limits.kube_heartbeat_budget_s, apart=True)
+    )
+    with bound:
+        kube.patch_node_annotation(tick.d.node_name, cluster.node_uid, REPORT_ANNOTATION, value)
     if not save:
         return state
     return tick.save(
