@@ -30,7 +30,10 @@ def create(kube: KubeCluster, spec: dict[str, Any], user: str = "dashboard",
 
 
 @pytest.mark.parametrize("name", ["hostoperations.appliance.magicstick.dev",
-                                  "moduleactivations.appliance.magicstick.dev"])
+                                  "moduleactivations.appliance.magicstick.dev",
+                                  "appliances.appliance.magicstick.dev",
+                                  "modelactivations.appliance.magicstick.dev",
+                                  "models.kubeai.org"])
 def test_crds_are_established(kube: KubeCluster, name: str) -> None:
     status, crd = kube.request("GET", f"{CRD_PATH}/{name}")
     assert status == 200

@@ -83,18 +83,38 @@ def test_dashboard_cannot_patch_nodes_create_pods_or_read_secrets(kube: KubeClus
     assert kube.request("GET", MODACTS, user="dashboard")[0] == 403
 
 
-@pytest.mark.parametrize(("verb", "resource", "sub", "allowed"), [
-    ("get", "hostoperations", "", True),
-    ("patch", "hostoperations", "status", True),
-    ("create", "hostoperations", "", False),
-    ("delete", "hostoperations", "", False),
-    ("patch", "hostoperations", "", False),
-    ("patch", "moduleactivations", "", True),
-    ("create", "moduleactivations", "", True),
-])
+WORKER_ACCESS: list[tuple[str, str, str, str, str, bool]] = [
+    # verb, resource, group, subresource, namespace, allowed
+    ("get", "hostoperations", G, "", NAMESPACE, True),
+    ("patch", "hostoperations", G, "status", NAMESPACE, True),
+    ("create", "hostoperations", G, "", NAMESPACE, False),
+    ("delete", "hostoperations", G, "", NAMESPACE, False),
+    ("patch", "hostoperations", G, "", NAMESPACE, False),
+    ("patch", "moduleactivations", G, "", NAMESPACE, True),
+    ("create", "moduleactivations", G, "", NAMESPACE, True),
+    ("patch", "nodes", "", "", "", True),
+    ("get", "appliances", G, "", NAMESPACE, True),
+    ("patch", "appliances", G, "status", NAMESPACE, False),
+    ("list", "modelactivations", G, "", "", True),
+    ("create", "modelactivations", G, "", NAMESPACE, False),
+    ("list", "models", "kubeai.org", "", "", True),
+    ("delete", "models", "kubeai.org", "", NAMESPACE, False),
+    ("list", "pods", "", "", "", True),
+    ("create", "pods", "", "", NAMESPACE, False),
+    ("get", "secrets", "", "", "host-management", True),
+    ("list", "secrets", "", "", "host-management", True),
+    ("delete", "secrets", "", "", "host-management", True),
+    ("create", "secrets", "", "", "host-management", False),
+    ("update", "secrets", "", "", "host-management", False),
+    ("get", "secrets", "", "", NAMESPACE, False),
+    ("list", "secrets", "", "", "", False),
+]
+
+
+@pytest.mark.parametrize("user", ["worker", "worker-cert"])
+@pytest.mark.parametrize(("verb", "resource", "group", "sub", "ns", "allowed"), WORKER_ACCESS)
 def test_worker_test_role_is_what_the_worker_touches(
-    kube: KubeCluster, verb: str, resource: str, sub: str, allowed: bool
+    kube: KubeCluster, user: str, verb: str, resource: str, group: str, sub: str, ns: str,
+    allowed: bool,
 ) -> None:
-    assert review(kube, "worker", verb, resource, G, sub) is allowed
-    assert review(kube, "worker", "patch", "nodes", "", "", "")
-    assert not review(kube, "worker", "get", "secrets", "", "", NAMESPACE)
+    assert review(kube, user, verb, resource, group, sub, ns) is allowed
