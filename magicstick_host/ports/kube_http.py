@@ -194,28 +194,44 @@ class LeanTransport:
         if self.config.token:
             head.append(f"Authorization: Bearer {self.config.token}")
         message = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data
-        connection = self._connection
+        kept = self._connection
         self._connection = None
+        if kept is not None and kept.dropped():
+            kept.close()
+            kept = None
+        if kept is not None:
+            try:
+                return self._exchange(kept, message, method, deadline)
+            except (OSError, http.client.HTTPException) as exc:
+                # the server may close a kept connection just as a request leaves: a read can
+                # go again on a new one, a write never (it may have arrived)
+                if method != "GET" or isinstance(exc, TimeoutError):
+                    raise KubeTemporaryError(self._why(exc, timeout)) from exc
         try:
-            if connection is None or connection.dropped():
-                if connection is not None:
-                    connection.close()
-                connection = self._connect(deadline)
+            return self._exchange(self._connect(deadline), message, method, deadline)
+        except (OSError, http.client.HTTPException) as exc:
+            raise KubeTemporaryError(self._why(exc, timeout)) from exc
+
+    def _exchange(
+        self, connection: _Connection, message: bytes, method: str, deadline: float
+    ) -> tuple[int, bytes]:
+        """Send, read the whole answer, keep the connection if the server does."""
+        try:
             connection.deadline = deadline
             connection.sendall(message)
             response = http.client.HTTPResponse(connection, method=method)  # type: ignore[arg-type]
             response.begin()
             answer = response.read(MAX_BODY_BYTES + 1)
-        except (OSError, http.client.HTTPException) as exc:
-            if connection is not None:
-                connection.close()
-            raise KubeTemporaryError(self._why(exc, timeout)) from exc
-        if len(answer) > MAX_BODY_BYTES or not response.isclosed() or response.will_close:
+        except BaseException:
             connection.close()
-            if len(answer) > MAX_BODY_BYTES:
-                raise KubeTemporaryError(f"the answer is larger than {MAX_BODY_BYTES} bytes")
-        else:
+            raise
+        if len(answer) > MAX_BODY_BYTES:
+            connection.close()
+            raise KubeTemporaryError(f"the answer is larger than {MAX_BODY_BYTES} bytes")
+        if response.isclosed() and not response.will_close:
             self._connection = connection
+        else:
+            connection.close()
         return response.status, answer
 
     def _connect(self, deadline: float) -> _Connection:

@@ -141,6 +141,15 @@ def answers_then_closes_idle(server: Server, conn: socket.socket) -> None:
     server.stop.wait(0.3)
 
 
+def drops_the_second_request(server: Server, conn: socket.socket) -> None:
+    """Answers the first request of a connection; reads the next one and closes unanswered,
+    as a server closing an idle connection just as the request arrives."""
+    tls = server.handshake(conn)
+    server.read_request(tls)
+    tls.sendall(answer())
+    server.read_request(tls)
+
+
 @contextmanager
 def serving(certs: Path, behaviour: Callable[[Server, socket.socket], None]) -> Iterator[Server]:
     server = Server(certs, behaviour)

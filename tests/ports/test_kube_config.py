@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -160,15 +161,23 @@ def test_a_malformed_kubeconfig_is_one_line_of_bad_input(tmp_path: Path, text: s
     assert "\n" not in message and message.startswith(f"cannot load kubeconfig {path}: ")
 
 
-def test_a_directory_or_an_absent_file_is_bad_input(tmp_path: Path) -> None:
-    for path in (tmp_path, tmp_path / "absent.yaml"):
+def test_what_is_not_a_readable_file_is_bad_input_and_never_blocks(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("# " + "x" * (1024 * 1024) + "\n" + yaml.safe_dump(document()))
+    for path in (tmp_path, tmp_path / "absent.yaml", fifo, Path("/dev/null"), huge):
         with pytest.raises(KubeConfigError):
             load_kubeconfig(str(path))
 
 
-def test_deep_nesting_is_bad_input_not_a_crash(tmp_path: Path) -> None:
-    with pytest.raises(KubeConfigError):
-        load_kubeconfig(write(tmp_path, "[" * 50000 + "]" * 50000))
+@pytest.mark.parametrize("text", ["[" * 50000 + "]" * 50000, "- " * 50000 + "x\n",
+                                  "a:\n" + "".join(" " * i + "b:\n" for i in range(1, 200))],
+                         ids=["flow", "compact-block", "indented-block"])
+def test_deep_nesting_is_bad_input_not_a_crash(tmp_path: Path, text: str) -> None:
+    """The C loader's composer recurses in C: PyYAML 6.0.1 (Ubuntu 24.04) segfaulted here."""
+    with pytest.raises(KubeConfigError, match="nest"):
+        load_kubeconfig(write(tmp_path, text))
 
 
 json_values = st.recursive(

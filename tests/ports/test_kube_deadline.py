@@ -20,6 +20,7 @@ from tests.ports.kube_servers import (
     answers_then_closes_idle,
     call_in_thread,
     drips_the_body,
+    drops_the_second_request,
     kubeconfig_for,
     never_answers,
     serving,
@@ -123,3 +124,17 @@ def test_a_connection_the_server_closed_while_idle_is_replaced(
         accepted = server.accepted
     assert first == second
     assert accepted == 2
+
+
+def test_a_read_goes_again_on_a_new_connection_a_write_never(
+    tmp_path: Path, certs: Path
+) -> None:
+    with serving(certs, drops_the_second_request) as server:
+        port = port_for(tmp_path, certs, server, "lean")
+        port.read_node("x")
+        assert port.read_node("x")["metadata"]["uid"] == "u"  # dropped, asked again
+        assert server.accepted == 2
+        with pytest.raises(KubeTemporaryError):  # dropped: it may have arrived
+            port.patch_node_annotation("x", "u", "k", "v")
+        assert server.accepted == 2
+        assert [r.split(b" ")[0] for r in server.requests] == [b"GET", b"GET", b"GET", b"PATCH"]
