@@ -260,8 +260,6 @@ class RealKube:
         started = time.monotonic()
         try:
             status, raw = transport.request(method, path, query or [], body, content_type, allowed)
-        except KubeConfigError:
-            raise
         except KubeTemporaryError as exc:
             raise KubeTemporaryError(f"{what}: {exc}{note}") from exc
         finally:

@@ -8,8 +8,9 @@ Every exchange ends by its deadline, whatever the server does: each blocking ste
 resolution, connect, the TLS handshake, every send and every receive) gets what remains of the
 deadline as its timeout, so a server that drips one byte every 2 s is cut off at the deadline
 like one that never answers. One connection is kept alive between the calls of a tick; it is
-dropped when the server has closed it, and a failed exchange is never retried here (an
-uncertain write is never replayed).
+dropped when the server has closed it. A read that the server dropped on the kept connection is
+asked again once, on a new one; a write never is (it may have arrived: an uncertain write is
+never replayed).
 """
 
 from __future__ import annotations
@@ -116,24 +117,29 @@ def _resolve(host: str, port: int, deadline: float) -> list[Any]:
 
 
 def _load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
-    """ssl loads certificates from files only: an anonymous memory file keeps the key off disk."""
+    """ssl loads certificates from files only: an anonymous memory file keeps the key off disk
+    (a private temporary file where there is no memfd or /proc)."""
     pem = cert.rstrip(b"\n") + b"\n" + key
     try:
         fd = os.memfd_create("kube-client-cert", os.MFD_CLOEXEC)
     except (AttributeError, OSError):
-        import tempfile
+        fd = -1
+    if fd >= 0:
+        try:
+            with open(fd, "wb", closefd=False) as handle:
+                handle.write(pem)
+            context.load_cert_chain(f"/proc/self/fd/{fd}")
+            return
+        except FileNotFoundError:  # no /proc
+            pass
+        finally:
+            os.close(fd)
+    import tempfile
 
-        with tempfile.NamedTemporaryFile(prefix="kube-client-", suffix=".pem") as handle:
-            handle.write(pem)
-            handle.flush()
-            context.load_cert_chain(handle.name)
-        return
-    try:
-        with open(fd, "wb", closefd=False) as handle:
-            handle.write(pem)
-        context.load_cert_chain(f"/proc/self/fd/{fd}")
-    finally:
-        os.close(fd)
+    with tempfile.NamedTemporaryFile(prefix="kube-client-", suffix=".pem") as handle:
+        handle.write(pem)
+        handle.flush()
+        context.load_cert_chain(handle.name)
 
 
 def ssl_context(config: KubeConfig) -> ssl.SSLContext:
@@ -154,6 +160,8 @@ def ssl_context(config: KubeConfig) -> ssl.SSLContext:
             f"cannot load kubeconfig {config.path}: its certificates do not load: "
             f"{' '.join(str(exc).split())}"
         ) from exc
+    except OSError as exc:  # no room for the temporary certificate file
+        raise KubeTemporaryError(f"cannot load the client certificate: {exc}") from exc
     return context
 
 
