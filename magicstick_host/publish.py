@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import contextlib
+from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -134,7 +135,7 @@ def publish_report(
     # save=False is the heartbeat of a running playbook: bounded on its own, since the playbook
     # may hold the lock past the tick's Kubernetes budget
     bound = (
-        contextlib.nullcontext()
+        nullcontext()
         if save
         else kube.budget(tick.d.limits.kube_heartbeat_budget_s, apart=True)
     )
