@@ -58,3 +58,16 @@ def errors(name: str, instance: Any) -> list[str]:
     """Every violation as `path: message`, empty when valid."""
     found = sorted(validator(name).iter_errors(instance), key=lambda e: list(e.absolute_path))
     return [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}" for e in found]
+
+
+_RECORD_VALIDATORS: dict[int, tuple[dict[str, Any], Draft202012Validator]] = {}
+
+
+def errors_against(schema: dict[str, Any], instance: Any) -> list[str]:
+    """`errors` for a schema built in code (a typed record's, domain/records.py)."""
+    held = _RECORD_VALIDATORS.get(id(schema))
+    if held is None or held[0] is not schema:
+        held = (schema, Draft202012Validator(schema))
+        _RECORD_VALIDATORS[id(schema)] = held
+    found = sorted(held[1].iter_errors(instance), key=lambda e: list(e.absolute_path))
+    return [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}" for e in found]
