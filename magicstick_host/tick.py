@@ -16,7 +16,7 @@ from typing import Any
 
 from magicstick_host.cluster_reads import read_cluster
 from magicstick_host.domain.canonical import sha256_hex
-from magicstick_host.domain.cluster import SYSTEM_NAMESPACE, ClusterView
+from magicstick_host.domain.cluster import SYSTEM_NAMESPACE, ClusterView, hostoperation_name
 from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.history import is_transition, transition_entry
@@ -29,14 +29,9 @@ from magicstick_host.domain.operations.decide import decide
 from magicstick_host.domain.operations.registry import kind_of
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.profiles import Profile
-from magicstick_host.domain.request import (
-    Accepted,
-    HostFacts,
-    Ignored,
-    Rejected,
-    request_digest,
-)
+from magicstick_host.domain.request import Accepted, HostFacts, Ignored, Rejected
 from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State
+from magicstick_host.domain.supervision import supervise
 from magicstick_host.domain.text import clip_message
 from magicstick_host.domain.times import rfc3339
 from magicstick_host.effects import EffectPorts, perform
@@ -50,7 +45,7 @@ from magicstick_host.errors import (
 )
 from magicstick_host.ports.clock import Clock, Instant
 from magicstick_host.ports.hostfs import RootedHostFS
-from magicstick_host.ports.kube import KubePort, hostoperation_name
+from magicstick_host.ports.kube import KubePort
 from magicstick_host.ports.lock import Lock
 from magicstick_host.ports.runner import CommandRunner
 from magicstick_host.ports.state_store import StateStore
@@ -196,7 +191,9 @@ class Tick:
         cluster, error = read_cluster(
             self.d.kube, self.d.node_name, state.operation, self.d.limits
         )
-        if error is not None:
+        if cluster.node_missing:
+            self.notes.append(f"kubernetes: the Node {self.d.node_name} is not in the cluster")
+        elif error is not None:
             self.notes.append(f"kubernetes: {error}")
             if isinstance(error, KubeConfigError):
                 # the local operation still advances; the exit code tells the operator
@@ -207,28 +204,24 @@ class Tick:
 
     def supervise(self, state: State, ev: Evidence, now: Instant, cluster: ClusterView) -> State:
         op = state.operation
-        if op is not None and not op.name and not cluster.error:  # migrated: legacy_state.py
+        if op is not None and not op.name and cluster.ok:  # migrated: legacy_state.py
             op = adopt_request(op, cluster.request, hostoperation_name(cluster.node_uid))
             state = self.save(replace(state, operation=op), "adopted", ev, now, journal=False)
         if op is None or op.terminal or cluster.error:
             return state
-        request = cluster.request
-        uid = str((request or {}).get("metadata", {}).get("uid", ""))
-        if request is None or uid != op.request_uid:
-            message = (
-                "The execution state was removed: the HostOperation of this active operation was "
-                "deleted. The worker stopped it; run `magicstick-host recover` at the console."
-            )
-            stopped = self.change(op, SetPhase(Phase.INTERRUPTED, message), ev, now)
-            block = Block("execution-state-removed", message, rfc3339(now.wall))
-            return self.save(
-                replace(state, operation=stopped, block=block), "execution-state-removed", ev, now
-            )
-        if request_digest(uid, request.get("spec") or {}) != op.request_digest:
-            message = "The request changed after it was accepted; the operation was stopped."
-            stopped = self.change(op, SetPhase(Phase.INTERRUPTED, message), ev, now)
-            return self.save(self.record_end(state, stopped), "request-changed", ev, now)
-        return state
+        stop = supervise(
+            op,
+            cluster,
+            node_name=self.d.node_name,
+            shutdown_scheduled=ev.services.shutdown_scheduled is not None,
+        )
+        if stop is None:
+            return state
+        stopped = self.change(op, SetPhase(Phase.INTERRUPTED, stop.message), ev, now)
+        if stop.blocks:
+            block = Block(stop.event, stop.message, rfc3339(now.wall))
+            return self.save(replace(state, operation=stopped, block=block), stop.event, ev, now)
+        return self.save(self.record_end(state, stopped), stop.event, ev, now)
 
     # -- 2. intake of a new request -----------------------------------------------------------
 

@@ -8,6 +8,8 @@ and name, so a new operation adds a read without a new port method.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +21,12 @@ Json = dict[str, Any]
 # ModuleActivations and the Appliance live there
 APPLIANCE_API = "appliance.magicstick.dev/v1alpha1"
 SYSTEM_NAMESPACE = "ai-system"
+
+
+def hostoperation_name(node_uid: str) -> str:
+    """The HostOperation name for a Node: `host-` + 24 hex of sha256 over the JSON string."""
+    digest = hashlib.sha256(json.dumps(node_uid, ensure_ascii=False).encode()).hexdigest()
+    return f"host-{digest[:24]}"
 
 
 @dataclass(frozen=True)
@@ -42,9 +50,11 @@ class ClusterRead:
 @dataclass(frozen=True)
 class ClusterView:
     """What Kubernetes showed this tick. `ok` is False when it could not be asked (then nothing
-    that needs it may proceed); `error` says why."""
+    that needs it may proceed); `error` says why. `node_missing`: Kubernetes answered, and has
+    no Node of the worker's name (then `request` is the active operation's HostOperation)."""
 
     node: Json | None = None
+    node_missing: bool = False
     request: Json | None = None
     objects: Mapping[str, Json | None] = field(default_factory=dict)
     # per read with check_served: whether the resource is served (False: no such CRD)

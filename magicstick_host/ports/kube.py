@@ -42,7 +42,6 @@ Preconditions, as checked against the real kube-apiserver 1.36 (tests/contract):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Iterator
@@ -51,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from magicstick_host.domain.cluster import hostoperation_name
 from magicstick_host.errors import (
     KubeConfigError,
     KubeConflictError,
@@ -68,12 +68,7 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
 
 Json = dict[str, Any]
-
-
-def hostoperation_name(node_uid: str) -> str:
-    """The HostOperation name for a Node: `host-` + 24 hex of sha256 over the JSON string."""
-    digest = hashlib.sha256(json.dumps(node_uid, ensure_ascii=False).encode()).hexdigest()
-    return f"host-{digest[:24]}"
+__all__ = ["KubePort", "RealKube", "hostoperation_name"]
 
 
 class KubePort(Protocol):
