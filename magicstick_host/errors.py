@@ -1,11 +1,13 @@
 """The error taxonomy: a small set of stable codes, each carrying its exit code.
 
-Only the CLI turns these into exit codes (cli/main.py). Everything below the CLI raises one of
-these or lets a programming error propagate as a bug.
+Only the CLI turns these into exit codes (cli/main.py): a raised error by its own exit code,
+a tick that ran to its end by the most severe of the problems it met (`exit_code_of`).
+Everything below the CLI raises one of these or lets a programming error propagate as a bug.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 
 
@@ -118,3 +120,21 @@ class KubeConflictError(KubePermanentError):
 class EffectError(MagicstickError):
     code = "effect-failed"
     exit_code = ExitCode.EFFECT_FAILED
+
+
+# most severe first: when a tick met several problems, the first of these it met decides
+_SEVERITY = (
+    ExitCode.INTERNAL,
+    ExitCode.STATE_BLOCKED,
+    ExitCode.EFFECT_FAILED,
+    ExitCode.BAD_INPUT,
+    ExitCode.KUBE_UNAVAILABLE,
+    ExitCode.WAITING,
+    ExitCode.BUSY,
+)
+
+
+def exit_code_of(problems: Iterable[MagicstickError]) -> ExitCode:
+    """The exit code of a run that met these problems (none: OK)."""
+    codes = {p.exit_code for p in problems}
+    return next((code for code in _SEVERITY if code in codes), ExitCode.OK)

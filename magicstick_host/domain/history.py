@@ -10,8 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from magicstick_host.domain.inspection import rfc3339
-from magicstick_host.domain.state import TERMINAL_PHASES, State
+from magicstick_host.domain.phase import TERMINAL_PHASES, Phase
+from magicstick_host.domain.state import State
+from magicstick_host.domain.times import rfc3339
 
 HISTORY_SCHEMA_VERSION = 1
 # saves that only record what was published: not transitions, never journaled
@@ -46,7 +47,7 @@ def transition_entry(
             "requestUid": op.request_uid if op else "",
             "requestId": op.request_id if op else "",
             "action": op.action if op else "",
-            "phase": op.phase if op else "",
+            "phase": str(op.phase) if op else "",
             "message": op.message if op else "",
             "outcome": op.outcome if op else "",
         }
@@ -78,7 +79,7 @@ def _subject(entry: dict[str, Any]) -> dict[str, str]:
             "requestId": _text(archived.get("requestId")),
             "action": _text(archived.get("action")),
             # recover archives an active operation as Interrupted (app.recover)
-            "phase": phase if phase in TERMINAL_PHASES else "Interrupted",
+            "phase": phase if phase in TERMINAL_PHASES else str(Phase.INTERRUPTED),
         }
     return {
         key: _text(entry.get(key)) for key in ("requestUid", "requestId", "action", "phase")

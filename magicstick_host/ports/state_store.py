@@ -40,14 +40,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, NoReturn, Protocol
 
 from magicstick_host import schemas
-from magicstick_host.domain.inspection import rfc3339
-from magicstick_host.domain.legacy_state import (
-    is_legacy_document,
-    migrate_legacy_state,
-    migration_summary,
-)
+from magicstick_host.domain.legacy_state import migration_summary
 from magicstick_host.domain.state import Block, State
-from magicstick_host.domain.strict_json import loads_strict
+from magicstick_host.domain.times import rfc3339
 from magicstick_host.errors import BadInputError, StateCorruptError, StateError, UnsafePathError
 from magicstick_host.ports.clock import Clock, Instant, RealClock
 from magicstick_host.ports.journal import JournalFile, entry_seq
@@ -62,6 +57,7 @@ from magicstick_host.ports.safe_files import (
     refuse_unwritable,
     write_all,
 )
+from magicstick_host.ports.state_document import document_errors, parse_state
 from magicstick_host.ports.state_paths import (
     JOURNAL_FILE,
     LOGS_DIR,
@@ -89,27 +85,6 @@ class StateStore(Protocol):
     def commit(self, state: State, entry: dict[str, Any]) -> State: ...
     def read_journal(self) -> list[dict[str, Any]]: ...
     def op_log_path(self, request_uid: str) -> Path: ...
-
-
-def parse_state(data: bytes, now: Instant) -> tuple[State, dict[str, Any] | None]:
-    """The State that state.json bytes hold, and the legacy document when they are the
-    original worker's (then the State is its migration). ValueError(reason): corrupt."""
-    try:
-        doc = loads_strict(data)
-    except ValueError as exc:
-        raise ValueError(f"not JSON: {exc}") from None
-    if is_legacy_document(doc):
-        problems = schemas.errors("legacy-state", doc)
-        if problems:
-            raise ValueError(f"legacy state (the original worker's): schema: {problems[0]}")
-        return migrate_legacy_state(doc, wall=now.wall, boottime=now.boottime), doc
-    problems = schemas.errors("state", doc)
-    if problems:
-        raise ValueError(f"schema: {problems[0]}")
-    try:
-        return State.from_json(doc), None
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"unreadable state: {exc!r}") from None
 
 
 class FileStateStore:
@@ -286,7 +261,7 @@ class FileStateStore:
         if entry_seq(self._last) > entry_seq(state.last_journal):
             state = replace(state, last_journal=self._last)
         doc = state.to_json()
-        problems = schemas.errors("state", doc)
+        problems = document_errors(doc)
         if problems:
             raise ValueError(f"refusing to save an invalid state: {'; '.join(problems[:3])}")
         data = (json.dumps(doc, indent=2, allow_nan=False) + "\n").encode("utf-8")
