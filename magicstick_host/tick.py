@@ -36,8 +36,8 @@ from magicstick_host.domain.text import clip_message
 from magicstick_host.domain.times import rfc3339
 from magicstick_host.effects import EffectPorts, perform
 from magicstick_host.errors import (
+    EffectError,
     ExitCode,
-    KubeConfigError,
     KubeError,
     MagicstickError,
     WaitingError,
@@ -126,6 +126,7 @@ class Tick:
             published = self.publishing(ev, now, cluster)
             state = publish_all(state, published)
             self.notes += published.notes
+            self.problems += published.errors
         op = state.operation
         where = f"{op.action} {op.phase}" if op else "idle"
         return TickResult("; ".join([where, *self.notes]), tuple(self.problems))
@@ -195,9 +196,9 @@ class Tick:
             self.notes.append(f"kubernetes: the Node {self.d.node_name} is not in the cluster")
         elif error is not None:
             self.notes.append(f"kubernetes: {error}")
-            if isinstance(error, KubeConfigError):
-                # the local operation still advances; the exit code tells the operator
-                self.problems.append(error)
+        if error is not None:
+            # the local operation still advances; the exit code tells the operator
+            self.problems.append(error)
         return cluster
 
     # -- 1. supervise the active operation's request ------------------------------------------
@@ -330,6 +331,8 @@ class Tick:
             run.step, run.inputs, self.effect_ports(state, ev, cluster), op.request_uid
         )
         self.d.crash(f"after-effect:{run.step}")
+        if not ok:
+            self.problems.append(EffectError(f"{op.action} {run.step}: {detail}"))
         after = self.d.clock.now()
         done = lifecycle.finish_step(
             intent,

@@ -199,3 +199,17 @@ def test_status_takes_a_file_where_the_state_directory_should_be(
     (condition,) = json.loads(out)["conditions"]
     assert condition["problem"] == "not-directory"
     assert f"mv -T {tmp_path / 'state'} {tmp_path / 'state'}.unsafe" in condition["advice"]
+
+
+def test_only_a_bug_is_an_internal_error_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from magicstick_host import app
+
+    def defect(*args: object, **kwargs: object) -> None:
+        raise KeyError("a programming error")
+
+    monkeypatch.setattr(app, "inspect_host", defect)
+    code, out, err = run(capsys, "inspect", "--root", str(tmp_path))
+    assert code == ExitCode.INTERNAL
+    assert err.count("\n") == 1 and "internal error: KeyError" in err and out == ""

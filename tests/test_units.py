@@ -85,6 +85,18 @@ def test_busy_and_waiting_count_as_success() -> None:
     assert {"75", "76"} <= set(statuses)
 
 
+def test_reported_conditions_count_as_success_and_failed_effects_and_bugs_fail_the_unit() -> None:
+    """A condition the worker logs itself, once, and that outlasts the tick (an API outage, a
+    blocked state) is no unit failure every 15 s; a failed effect and a bug are."""
+    statuses = {int(s) for s in one(parse_unit(UNITS / SERVICE)["Service"],
+                                    "SuccessExitStatus").split()}
+    assert statuses == {
+        ExitCode.BAD_INPUT, ExitCode.STATE_BLOCKED, ExitCode.KUBE_UNAVAILABLE,
+        ExitCode.LOCAL_IO, ExitCode.BUSY, ExitCode.WAITING,
+    }  # fmt: skip
+    assert ExitCode.EFFECT_FAILED not in statuses and ExitCode.INTERNAL not in statuses
+
+
 def test_start_timeout_outlasts_the_30_minute_playbook_step() -> None:
     timeout = minutes(one(parse_unit(UNITS / SERVICE)["Service"], "TimeoutStartSec"))
     assert 30 < timeout <= 60

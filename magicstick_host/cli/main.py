@@ -11,14 +11,11 @@ import click
 
 from magicstick_host.cli.history_cmd import history_command
 from magicstick_host.cli.inspect_cmd import inspect_command
+from magicstick_host.cli.options import EXIT_CODES_HELP
 from magicstick_host.cli.sim_cmd import sim_group
 from magicstick_host.cli.status_cmd import recover_command, status_command
 from magicstick_host.cli.tick_cmd import tick_command
 from magicstick_host.errors import ExitCode, MagicstickError
-
-EXIT_CODES_HELP = "\n".join(
-    f"  {code.value:>3}  {code.name.lower().replace('_', '-')}" for code in ExitCode
-)
 
 
 @click.group(
