@@ -213,3 +213,62 @@ def test_only_a_bug_is_an_internal_error_in_one_line(
     code, out, err = run(capsys, "inspect", "--root", str(tmp_path))
     assert code == ExitCode.INTERNAL
     assert err.count("\n") == 1 and "internal error: KeyError" in err and out == ""
+
+
+# ---- the Node name: given, valid, or the host name; never an empty one -----------------------
+
+
+def bad_name(code: int, err: str, what: str) -> None:
+    assert code == ExitCode.BAD_INPUT, err
+    assert err.count("\n") == 1 and what in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("name", "what"),
+    [
+        ("", "--node-name is empty"),
+        ("a" * 254, "254 characters long; a Node name has at most 253"),
+        ("Not_DNS", "is not a DNS-1123 name"),
+    ],
+    ids=["empty", "too-long", "not-dns-1123"],
+)
+def test_tick_status_and_recover_refuse_a_bad_node_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, what: str
+) -> None:
+    create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "h")
+    kubeconfig = tmp_path / "k3s.yaml"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    state = str(tmp_path / "state")
+    bad_name(*run(capsys, "tick", "--root", str(tmp_path / "h"), "--executor", "sim",
+                  "--state-dir", state, "--kubeconfig", str(kubeconfig), "--node-name",
+                  name)[::2], what)
+    assert not (tmp_path / "state").exists()  # refused before anything was touched
+    bad_name(*run(capsys, "status", "--state-dir", state, "--node-name", name)[::2], what)
+    bad_name(*run(capsys, "recover", "--root", str(tmp_path / "h"), "--state-dir", state,
+                  "--node-name", name, "--confirm", name)[::2], what)
+    assert not (tmp_path / "state").exists()
+
+
+def test_an_empty_node_name_variable_is_an_error_not_the_host_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MAGICSTICK_HOST_NODE_NAME", "")
+    create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "h")
+    kubeconfig = tmp_path / "k3s.yaml"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    state = str(tmp_path / "state")
+    what = "MAGICSTICK_HOST_NODE_NAME is set but empty"
+    bad_name(*run(capsys, "tick", "--root", str(tmp_path / "h"), "--executor", "sim",
+                  "--state-dir", state, "--kubeconfig", str(kubeconfig))[::2], what)
+    bad_name(*run(capsys, "status", "--state-dir", state)[::2], what)
+    bad_name(*run(capsys, "recover", "--root", str(tmp_path / "h"), "--state-dir", state,
+                  "--confirm", "x")[::2], what)
+
+
+def test_the_longest_node_name_is_taken(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    name = ".".join(["a" * 63, "b" * 63, "c" * 63, "d" * 61])
+    assert len(name) == 253
+    code, out, err = run(capsys, "status", "--json", "--state-dir", str(tmp_path / "s"),
+                         "--node-name", name)
+    assert code == 0, err
+    assert json.loads(out)["node"] == name
