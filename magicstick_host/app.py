@@ -22,7 +22,8 @@ from magicstick_host.profile_store import default_profiles_dir, load_profiles
 if TYPE_CHECKING:
     from magicstick_host.ports.kube import KubePort
     from magicstick_host.ports.state_store import StateStore
-    from magicstick_host.tick import CrashHook, TickDeps, TickResult
+    from magicstick_host.tick import CrashHook, TickDeps
+    from magicstick_host.tick_result import TickResult
 
 SIM_MARKER = ".magicstick-sim/host.json"
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -242,12 +243,13 @@ def build_tick_deps(
 def tick(deps: TickDeps) -> TickResult:
     """One tick; another holder of the maintenance lock makes it a quiet "busy"."""
     from magicstick_host.errors import LockBusyError
-    from magicstick_host.tick import TickResult, run_tick
+    from magicstick_host.tick import run_tick
+    from magicstick_host.tick_result import TickResult
 
     try:
         return run_tick(deps)
-    except LockBusyError as exc:
-        return TickResult(str(exc), (exc,))
+    except LockBusyError as exc:  # it saw nothing: what it last logged still holds
+        return TickResult(str(exc), (exc,), complete=False)
 
 
 # -- status, history and recover: read-only views, and the console's way out of a block ----

@@ -272,3 +272,46 @@ def test_the_longest_node_name_is_taken(capsys: pytest.CaptureFixture[str], tmp_
                          "--node-name", name)
     assert code == 0, err
     assert json.loads(out)["node"] == name
+
+
+# ---- lines for the journal -------------------------------------------------------------------
+
+
+def test_in_the_journal_every_line_carries_its_level_and_at_a_console_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import sys
+
+    from magicstick_host.cli.journal import say
+
+    path = tmp_path / "stream"
+    with open(path, "w") as stream:
+        st = os.fstat(stream.fileno())
+        monkeypatch.setattr(sys, "stdout", stream)
+        monkeypatch.setattr(sys, "stderr", stream)
+        monkeypatch.setenv("JOURNAL_STREAM", f"{st.st_dev}:{st.st_ino}")
+        say("notice", "a transition")
+        say("warning", "a refusal")
+        say("err", "a stop\nover two lines")
+        monkeypatch.setenv("JOURNAL_STREAM", "1:2")  # another stream: a person reads this
+        say("warning", "at the console")
+    assert path.read_text().splitlines() == [
+        "<5>magicstick-host: a transition",
+        "<4>magicstick-host: a refusal",
+        "<3>magicstick-host: a stop over two lines",
+        "magicstick-host: at the console",
+    ]
+
+
+def test_the_log_memory_is_best_effort(tmp_path: Path) -> None:
+    from magicstick_host.ports.log_memory import FILE_NAME, LogMemory
+
+    memory = LogMemory(tmp_path)
+    assert memory.load() == {}
+    memory.save({"kubernetes": "unreachable"})
+    assert LogMemory(tmp_path).load() == {"kubernetes": "unreachable"}
+    (tmp_path / FILE_NAME).write_text('{"a": "x", "a": "y"}')  # hostile: forgotten, not fatal
+    assert memory.load() == {}
+    LogMemory(tmp_path / "gone").save({"k": "v"})  # cannot be written: nothing is raised
+    assert LogMemory(None).load() == {} and not LogMemory(None).enabled

@@ -129,6 +129,19 @@ def test_service_environment_and_ordering() -> None:
     assert "k3s.service" not in " ".join(unit["Unit"].get("Wants", []))
 
 
+def test_per_run_noise_is_filtered_and_the_workers_own_lines_pass() -> None:
+    """LogLevelMax= drops PID 1's per-run info lines about the unit; the worker's transitions
+    (notice, by their <5> prefix) and anything unprefixed (notice, SyslogLevel=) still pass."""
+    service = parse_unit(UNITS / SERVICE)["Service"]
+    assert one(service, "LogLevelMax") == "notice"
+    assert one(service, "SyslogLevel") == "notice"
+    assert service.get("SyslogLevelPrefix", ["yes"]) == ["yes"]
+    # where the worker remembers what it last logged; kept between ticks, gone at reboot
+    assert one(service, "RuntimeDirectory") == "magicstick-host"
+    assert one(service, "RuntimeDirectoryPreserve") == "yes"
+    assert one(service, "RuntimeDirectoryMode") == "0700"
+
+
 def test_timer_fires_after_boot_and_15s_after_each_tick() -> None:
     unit = parse_unit(UNITS / TIMER)
     timer = unit["Timer"]
