@@ -22,7 +22,8 @@ from magicstick_host.profile_store import default_profiles_dir, load_profiles
 if TYPE_CHECKING:
     from magicstick_host.ports.kube import KubePort
     from magicstick_host.ports.state_store import StateStore
-    from magicstick_host.tick import CrashHook, TickDeps, TickResult
+    from magicstick_host.tick import CrashHook, TickDeps
+    from magicstick_host.tick_result import TickResult
 
 SIM_MARKER = ".magicstick-sim/host.json"
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -119,6 +120,10 @@ def kubeconfig_present(path: str) -> bool:
     return os.path.exists(path)
 
 
+NODE_NAME_ENV = "MAGICSTICK_HOST_NODE_NAME"
+MAX_NODE_NAME = 253  # a DNS-1123 subdomain, as Kubernetes names Nodes (contract.md, nodeName)
+
+
 def default_node_name() -> str:
     import socket
 
@@ -130,6 +135,30 @@ def default_node_name() -> str:
             f"the short host name {name!r} is not a DNS-1123 name; pass --node-name"
         )
     return name
+
+
+def node_name_of(option: str | None) -> str:
+    """This host's Node name: --node-name (or its environment variable), else the short host
+    name. An empty one is an error, never "use the host name": a unit or script that meant to
+    set it and set nothing would otherwise act on whatever the host name happens to be."""
+    from magicstick_host.errors import BadInputError
+
+    if option is None and os.environ.get(NODE_NAME_ENV) == "":
+        # click treats an empty environment variable as unset
+        raise BadInputError(f"{NODE_NAME_ENV} is set but empty; set this host's Node name or "
+                            "unset it to use the short host name")
+    if option is None:
+        return default_node_name()
+    if not option:
+        raise BadInputError("--node-name is empty; give this host's Node name")
+    if len(option) > MAX_NODE_NAME:
+        raise BadInputError(
+            f"--node-name is {len(option)} characters long; a Node name has at most "
+            f"{MAX_NODE_NAME}"
+        )
+    if not _DNS1123.match(option):
+        raise BadInputError(f"--node-name {option[:64]!r} is not a DNS-1123 name")
+    return option
 
 
 def tick_deps(
@@ -181,9 +210,7 @@ def build_tick_deps(
     from magicstick_host.errors import BadInputError
     from magicstick_host.ports.kube import RealKube
 
-    name = node_name or default_node_name()
-    if not _DNS1123.match(name):
-        raise BadInputError(f"--node-name {name!r} is not a DNS-1123 name")
+    name = node_name_of(node_name)
     runner: CommandRunner
     if executor == "real":
         if os.path.realpath(root) != "/":
@@ -216,12 +243,13 @@ def build_tick_deps(
 def tick(deps: TickDeps) -> TickResult:
     """One tick; another holder of the maintenance lock makes it a quiet "busy"."""
     from magicstick_host.errors import LockBusyError
-    from magicstick_host.tick import TickResult, run_tick
+    from magicstick_host.tick import run_tick
+    from magicstick_host.tick_result import TickResult
 
     try:
         return run_tick(deps)
-    except LockBusyError as exc:
-        return TickResult(str(exc), (exc,))
+    except LockBusyError as exc:  # it saw nothing: what it last logged still holds
+        return TickResult(str(exc), (exc,), complete=False)
 
 
 # -- status, history and recover: read-only views, and the console's way out of a block ----
@@ -248,8 +276,8 @@ def state_conditions(state_dir: str) -> list[dict[str, str]]:
 def status_document(state_dir: str, node_name: str | None) -> dict[str, Any]:
     from magicstick_host.domain.status_view import build_status
 
+    name = node_name_of(node_name)
     state, error, legacy = read_state_readonly(state_dir)
-    name = node_name or default_node_name()
     return build_status(
         state,
         node_name=name,

@@ -65,8 +65,12 @@ class Publishing:
     crash: CrashHook
     # what happened that the tick's summary should say (deferred writes, refusals)
     notes: list[str] = field(default_factory=list)
-    # the Kubernetes errors met, for the exit code
+    # the Kubernetes errors met (the API failed the tick), and the statuses the server refused
+    # (each once: recorded, not retried): both count for the exit code
     errors: list[KubeError] = field(default_factory=list)
+    refusals: list[KubeError] = field(default_factory=list)
+    # why the report is not published yet (the kubelet has not reported this boot), or ""
+    report_waits: str = ""
 
 
 def publish_all(state: State, p: Publishing) -> State:
@@ -107,7 +111,7 @@ def publish_operation_status(state: State, p: Publishing) -> State:
         # the server answered and refused this status (403, 422: e.g. an older CRD)
         refused = clip_message(f"{rfc3339(p.now.wall)}: {exc}")[:1024]
         p.notes.append(f"status write refused: {exc}")
-        p.errors.append(exc)
+        p.refusals.append(exc)
     p.crash("after-status-patch")
     # a refused status counts as published: it is tried again only once it changes
     published = replace(op, published_status_digest=digest, status_refused=refused)
@@ -135,7 +139,7 @@ def publish_rejections(state: State, p: Publishing) -> State:
         except KubePermanentError as exc:
             refusals.append(f"{entry.request_id}: {exc}")
             p.notes.append(f"rejection status refused: {exc}")
-            p.errors.append(exc)
+            p.refusals.append(exc)
         p.crash("after-status-patch")
         done = ProcessedRequest(entry.request_uid, entry.request_id, entry.phase)
         state = replace(
@@ -158,6 +162,7 @@ def publish_report(state: State, p: Publishing, *, save: bool = True) -> State:
     allowed, why = may_publish(node, ev.boot_id, ev.kernel.release)
     if not allowed:
         p.notes.append(f"report not published: {why}")
+        p.report_waits = why
         return state
     active = state.operation is not None and not state.operation.terminal
     # this tick's inspection, with the actions as they stand after the tick's own step

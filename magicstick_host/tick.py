@@ -15,33 +15,38 @@ from pathlib import Path
 from typing import Any
 
 from magicstick_host.cluster_reads import read_cluster
-from magicstick_host.domain.canonical import sha256_hex
+from magicstick_host.domain import log_lines
 from magicstick_host.domain.cluster import SYSTEM_NAMESPACE, ClusterView, hostoperation_name
 from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence
-from magicstick_host.domain.history import is_transition, transition_entry
+from magicstick_host.domain.history import evidence_digest, is_transition, transition_entry
 from magicstick_host.domain.inspection import build_inspection, host_capabilities
 from magicstick_host.domain.intake import review_request
 from magicstick_host.domain.legacy_state import adopt_request
 from magicstick_host.domain.limits import DEFAULT_LIMITS, Limits
+from magicstick_host.domain.log_lines import LogLine, transition_line
 from magicstick_host.domain.operations import lifecycle
 from magicstick_host.domain.operations.decide import decide
 from magicstick_host.domain.operations.registry import kind_of
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.profiles import Profile
-from magicstick_host.domain.request import Accepted, HostFacts, Ignored, Rejected
+from magicstick_host.domain.request import (
+    Accepted,
+    HostFacts,
+    Ignored,
+    Rejected,
+    rejection_status,
+)
 from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State
 from magicstick_host.domain.supervision import supervise
-from magicstick_host.domain.text import clip_message
 from magicstick_host.domain.times import rfc3339
 from magicstick_host.effects import EffectPorts, perform
 from magicstick_host.errors import (
-    ExitCode,
+    EffectError,
     KubeConfigError,
     KubeError,
     MagicstickError,
     WaitingError,
-    exit_code_of,
 )
 from magicstick_host.ports.clock import Clock, Instant
 from magicstick_host.ports.hostfs import RootedHostFS
@@ -50,6 +55,7 @@ from magicstick_host.ports.lock import Lock
 from magicstick_host.ports.runner import CommandRunner
 from magicstick_host.ports.state_store import StateStore
 from magicstick_host.publish import Publishing, publish_all, publish_report
+from magicstick_host.tick_result import TickResult
 
 CrashHook = Callable[[str], None]
 
@@ -77,17 +83,6 @@ class TickDeps:
     crash: CrashHook = no_crash
 
 
-@dataclass(frozen=True)
-class TickResult:
-    summary: str
-    # what went wrong on the way (Kubernetes, a failed effect, a wait): the exit code
-    problems: tuple[MagicstickError, ...] = ()
-
-    @property
-    def exit_code(self) -> ExitCode:
-        return exit_code_of(self.problems)
-
-
 def run_tick(deps: TickDeps) -> TickResult:
     deps.store.prepare()  # the state directory (0700) also holds the lock
     with deps.lock:
@@ -99,6 +94,9 @@ class Tick:
         self.d = deps
         self.notes: list[str] = []
         self.problems: list[MagicstickError] = []
+        # what this tick logs (domain/log_lines.py): its transitions, and what holds now
+        self.events: list[LogLine] = []
+        self.conditions: dict[str, LogLine] = {}
         self.inspection: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
 
@@ -106,7 +104,8 @@ class Tick:
         ev = self.d.gather()
         if ev.services.cloud_init_present and ev.services.cloud_init_finished is not True:
             why = "waiting for cloud-init's base installation"
-            return TickResult(why, (WaitingError(why),))
+            waiting = log_lines.cloud_init_running(why)
+            return TickResult(why, (WaitingError(why),), conditions=(waiting,), complete=False)
         state = self.d.store.load() or State()
         now = self.d.clock.now()
         self.capabilities = host_capabilities(ev, self.d.profiles, self.d.limits)
@@ -125,10 +124,24 @@ class Tick:
         if self.d.kube is not None and not cluster.error:
             published = self.publishing(ev, now, cluster)
             state = publish_all(state, published)
-            self.notes += published.notes
+            self.published(published)
         op = state.operation
         where = f"{op.action} {op.phase}" if op else "idle"
-        return TickResult("; ".join([where, *self.notes]), tuple(self.problems))
+        return TickResult(
+            "; ".join([where, *self.notes]),
+            tuple(self.problems),
+            events=tuple(self.events),
+            conditions=tuple(self.conditions.values()),
+        )
+
+    def published(self, p: Publishing) -> None:
+        self.notes += p.notes
+        self.problems += p.errors + p.refusals
+        if p.errors:  # a refusal is an event of its own (status-refused), not a condition
+            self.conditions.setdefault("kubernetes", log_lines.kubernetes_unreachable(
+                str(p.errors[0])))
+        if p.report_waits:
+            self.conditions["report"] = log_lines.report_waits(p.report_waits)
 
     def situation(self, ev: Evidence, now: Instant, cluster: ClusterView) -> Situation:
         return Situation(
@@ -173,11 +186,10 @@ class Tick:
                 state,
                 at=rfc3339(now.wall),
                 boot_id=ev.boot_id or "",
-                evidence_digest=sha256_hex(
-                    {"boot": ev.boot_id, "kernel": ev.kernel.release, "pci": ev.pci.display_ids}
-                ),
+                evidence_digest=evidence_digest(ev),
             )
             state = self.d.store.commit(state, entry)
+            self.events.append(transition_line(event, state))
         else:
             self.d.store.save(state)
         self.d.crash(f"after-save:{event}")
@@ -191,13 +203,21 @@ class Tick:
         cluster, error = read_cluster(
             self.d.kube, self.d.node_name, state.operation, self.d.limits
         )
+        if error is None:
+            return cluster
         if cluster.node_missing:
             self.notes.append(f"kubernetes: the Node {self.d.node_name} is not in the cluster")
-        elif error is not None:
+            line = log_lines.node_missing(self.d.node_name)
+        else:
             self.notes.append(f"kubernetes: {error}")
-            if isinstance(error, KubeConfigError):
-                # the local operation still advances; the exit code tells the operator
-                self.problems.append(error)
+            line = (
+                log_lines.kubeconfig_unusable(str(error))
+                if isinstance(error, KubeConfigError)
+                else log_lines.kubernetes_unreachable(str(error))
+            )
+        self.conditions[line.key] = line
+        # the local operation still advances; the exit code tells the operator
+        self.problems.append(error)
         return cluster
 
     # -- 1. supervise the active operation's request ------------------------------------------
@@ -245,14 +265,7 @@ class Tick:
             return state
         name = str(request["metadata"].get("name", ""))
         if isinstance(review, Rejected):
-            status = {
-                "phase": str(Phase.REJECTED),
-                "message": clip_message(review.message),
-                "requestId": review.request_id,
-                "startedAt": rfc3339(now.wall),
-                "updatedAt": rfc3339(now.wall),
-                "bootId": ev.boot_id or "",
-            }
+            status = rejection_status(review, at=rfc3339(now.wall), boot_id=ev.boot_id or "")
             entry = ProcessedRequest(
                 review.uid, review.request_id, Phase.REJECTED, status, SYSTEM_NAMESPACE, name
             )
@@ -330,6 +343,8 @@ class Tick:
             run.step, run.inputs, self.effect_ports(state, ev, cluster), op.request_uid
         )
         self.d.crash(f"after-effect:{run.step}")
+        if not ok:
+            self.problems.append(EffectError(f"{op.action} {run.step}: {detail}"))
         after = self.d.clock.now()
         done = lifecycle.finish_step(
             intent,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from magicstick_host.domain.canonical import sha256_hex
+from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.phase import TERMINAL_PHASES, Phase
 from magicstick_host.domain.state import State
 from magicstick_host.domain.times import rfc3339
@@ -18,6 +20,11 @@ HISTORY_SCHEMA_VERSION = 1
 # saves that only record what was published: not transitions, never journaled
 PUBLISH_EVENTS = frozenset({"status-published", "report-published", "rejection-published"})
 _MAX_SHOWN_MESSAGE = 2048
+
+
+def evidence_digest(ev: Evidence) -> str:
+    """What a journal entry records of the host's evidence: its boot, kernel and display GPUs."""
+    return sha256_hex({"boot": ev.boot_id, "kernel": ev.kernel.release, "pci": ev.pci.display_ids})
 
 
 def is_transition(event: str) -> bool:

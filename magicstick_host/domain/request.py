@@ -9,6 +9,8 @@ from datetime import datetime
 from typing import Any
 
 from magicstick_host.domain.canonical import sha256_hex
+from magicstick_host.domain.phase import Phase
+from magicstick_host.domain.text import clip_message
 
 REQUEST_ID = re.compile(r"^[0-9a-f]{32}$")
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -70,3 +72,15 @@ def plan_id_problem(spec: dict[str, Any]) -> str | None:
     if not isinstance(plan_id, str) or not HEX64.match(plan_id):
         return f"A {spec.get('action')} request needs the 64-hex plan id it was approved against."
     return None
+
+
+def rejection_status(review: Rejected, *, at: str, boot_id: str) -> dict[str, Any]:
+    """The HostOperation status of a rejected request (its message always clipped)."""
+    return {
+        "phase": str(Phase.REJECTED),
+        "message": clip_message(review.message),
+        "requestId": review.request_id,
+        "startedAt": at,
+        "updatedAt": at,
+        "bootId": boot_id,
+    }

@@ -43,13 +43,20 @@ from magicstick_host import schemas
 from magicstick_host.domain.legacy_state import migration_summary
 from magicstick_host.domain.state import Block, State
 from magicstick_host.domain.times import rfc3339
-from magicstick_host.errors import BadInputError, StateCorruptError, StateError, UnsafePathError
+from magicstick_host.errors import (
+    BadInputError,
+    LocalFileError,
+    StateCorruptError,
+    StateError,
+    UnsafePathError,
+)
 from magicstick_host.ports.clock import Clock, Instant, RealClock
 from magicstick_host.ports.journal import JournalFile, entry_seq
 from magicstick_host.ports.safe_files import (
     check,
     ensure_dir,
     fsync_dir,
+    local_faults,
     open_checked,
     open_or_create,
     read_all,
@@ -114,6 +121,7 @@ class FileStateStore:
 
     # ---- directory and file safety -------------------------------------------------------
 
+    @local_faults
     def prepare(self) -> None:
         """Create the directory (0700) if missing; refuse an unsafe one."""
         ensure_dir(self.directory, parents=True, role="state directory", owner_uid=self.owner_uid)
@@ -140,6 +148,7 @@ class FileStateStore:
 
     # ---- state ---------------------------------------------------------------------------
 
+    @local_faults
     def load(self) -> State | None:
         """The saved state; None when there is none. Raises StateCorruptError (after moving the
         file aside and writing a Block), UnsafePathError or StateError (nothing touched).
@@ -212,6 +221,7 @@ class FileStateStore:
             return target
         raise UnsafePathError(f"{self.directory}: too many archives named {STATE_FILE}.{kind}-*")
 
+    @local_faults
     def quarantine(self) -> list[str]:
         """For `recover`: move aside a state file or journal that no load can use (a symlink,
         a FIFO, a directory, ...). The state file's place is taken by a "state-corrupt" Block
@@ -253,6 +263,7 @@ class FileStateStore:
             return target
         raise UnsafePathError(f"{self.directory}: too many {path.name}.unsafe-* files")
 
+    @local_faults
     def save(self, state: State) -> None:
         """Validate, then write atomically. An invalid state is a bug: ValueError, no write.
 
@@ -282,6 +293,7 @@ class FileStateStore:
         self._fault("after-replace")
         fsync_dir(self.directory)
 
+    @local_faults
     def commit(self, state: State, entry: dict[str, Any]) -> State:
         """Save `state` with its journal entry (numbered), then append the entry.
 
@@ -305,7 +317,7 @@ class FileStateStore:
             self._fault("before-journal-append")
             self.append_journal(entry)
         except OSError as exc:
-            raise StateError(
+            raise LocalFileError(
                 f"{self.journal_path}: appending entry {entry['seq']} failed "
                 f"({exc.strerror or exc}); the transition is saved in {STATE_FILE} and is "
                 "appended by the next tick"
@@ -358,6 +370,7 @@ class FileStateStore:
         """(entries oldest first, why the journal cannot be read, lines skipped) for viewing."""
         return self.journal.peek()
 
+    @local_faults
     def op_log_path(self, request_uid: str) -> Path:
         """`<dir>/logs/<uid>.log`; the logs directory is created 0700 on demand."""
         if not _UID_RE.match(request_uid):

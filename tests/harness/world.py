@@ -26,7 +26,8 @@ from magicstick_host.sim.boot import boot_host
 from magicstick_host.sim.faults import SimulatedCrash  # the process died (tick or simulator)
 from magicstick_host.sim.runner import SimRunner, read_effects
 from magicstick_host.sim.writer import create_host, load_host
-from magicstick_host.tick import CrashHook, TickDeps, TickResult, no_crash
+from magicstick_host.tick import CrashHook, TickDeps, no_crash
+from magicstick_host.tick_result import TickResult
 
 NAMESPACE = "ai-system"
 PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"

@@ -31,7 +31,8 @@ from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.state_store import FileStateStore
 from magicstick_host.sim.runner import SimRunner
 from magicstick_host.sim.writer import load_host
-from magicstick_host.tick import TickResult, run_tick
+from magicstick_host.tick import run_tick
+from magicstick_host.tick_result import TickResult
 from tests.harness.world import World
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "legacy-state"
