@@ -24,6 +24,7 @@ from typing import Any
 
 from magicstick_host.ports.kube import hostoperation_name
 from magicstick_host.sim.writer import create_host, load_host
+from tests.harness.world import report_node_eligibility
 from tests.kubeserver import build
 from tests.kubeserver.fixtures import KubeCluster
 from tests.kubeserver.harness import KubeServer
@@ -114,6 +115,12 @@ class DemoHost:
             if phase == "Registering":
                 self.cluster.set_node_info(self.node, allocatable={"amd.com/gpu": "1"})
                 print("  device plugin: the Node now has allocatable amd.com/gpu: 1")
+                report_node_eligibility(self.cluster, {
+                    "nodeUid": self.uid, "hostBootId": load_host(self.root).boot_id,
+                    "hostFingerprint": hashlib.sha256(self.uid.encode()).hexdigest(),
+                    "eligible": True, "hostDriverReady": True, "resourceRegistered": True,
+                })
+                print("  operator: Appliance local lists the node as eligible and registered")
         return last
 
 
