@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from magicstick_host.domain.convergence_run import ConvergenceRun
+
 STATE_SCHEMA_VERSION = 1
 TERMINAL_PHASES = frozenset(
     {"Succeeded", "PreparedUnverified", "Failed", "Rejected", "Interrupted", "RolledBack"}
@@ -201,6 +203,8 @@ class State:
     # the newest journal entry, committed with the state that it describes: a load appends it
     # to the journal if the append was lost (ports/state_store.py, "journal repair")
     last_journal: dict[str, Any] | None = None
+    # the last host convergence run (magicstick-host converge), for `status`
+    convergence: ConvergenceRun | None = None
 
     def seen_uid(self, uid: str) -> ProcessedRequest | None:
         if not uid:
@@ -239,6 +243,7 @@ class State:
             "lastReportDigest": self.last_report_digest,
             "lastReportAt": self.last_report_at,
             "lastJournal": self.last_journal,
+            "convergence": self.convergence.to_json() if self.convergence else None,
         }
 
     @staticmethod
@@ -262,4 +267,7 @@ class State:
             last_report_digest=doc.get("lastReportDigest", ""),
             last_report_at=doc.get("lastReportAt", ""),
             last_journal=doc.get("lastJournal"),
+            convergence=ConvergenceRun.from_json(doc["convergence"])
+            if doc.get("convergence")
+            else None,
         )

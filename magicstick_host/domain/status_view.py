@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from magicstick_host.domain.convergence_run import render_convergence
 from magicstick_host.domain.inspection import rfc3339
 from magicstick_host.domain.state import State
 
@@ -126,6 +127,7 @@ def build_status(
         "block": st.block.to_json() if st.block else None,
         "lastReportAt": st.last_report_at or None,
         "processedRequests": len(st.processed),
+        "convergence": st.convergence.to_json() if st.convergence else None,
         "next": _advice(st, node_name, state_error, conditions or [], legacy),
     }
 
@@ -162,5 +164,6 @@ def render_status(doc: dict[str, Any]) -> str:
     if doc["block"]:
         lines.append(f"STOPPED:    {doc['block']['message']}")
     lines.append(f"Report:     last written {doc['lastReportAt'] or 'never'}")
+    lines += render_convergence(doc.get("convergence"))
     lines.append(f"Next:       {doc['next']}")
     return "\n".join(lines)

@@ -73,6 +73,16 @@ class MaintenanceLock:
         self._held = lock
         return self
 
+    @property
+    def fd(self) -> int:
+        """The locked descriptor, to hand down to a child that must keep holding the lock
+        (host convergence: `MAGICSTICK_CONVERGE_LOCK_FD`). flock(2) belongs to the open file,
+        so a child that inherited it keeps the lock held even if this process dies."""
+        fd = None if self._held is None else self._held._context.lock_file_fd
+        if fd is None:
+            raise RuntimeError(f"{self.path}: not held")
+        return fd
+
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
