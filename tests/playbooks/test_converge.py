@@ -496,7 +496,8 @@ def test_the_k3s_install_keeps_its_guard_and_the_pin() -> None:
     defaults = yaml.safe_load((PLAYBOOKS / "roles/k3s/defaults/main.yml").read_text())
     assert defaults["k3s_version"] == "v1.36.4+k3s1"
     (install,) = [t for t in role_tasks("k3s") if t["name"] == "Install K3s"]
-    assert install["ansible.builtin.command"]["creates"] == "{{ _magicstick_prefix }}{{ k3s_binary }}"
+    guard = install["ansible.builtin.command"]["creates"]
+    assert guard == "{{ _magicstick_prefix }}{{ k3s_binary }}"
     assert install["environment"]["INSTALL_K3S_VERSION"] == "{{ k3s_version }}"
     (download,) = [t for t in role_tasks("k3s") if "ansible.builtin.get_url" in t]
     assert "not ansible_check_mode" in download["when"]  # get_url sends a request in check mode
