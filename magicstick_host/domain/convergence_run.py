@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from magicstick_host.domain.strict_json import loads_strict
+
 RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
 MAX_CHANGED_TASKS = 50
 MAX_MESSAGE = 1024
@@ -22,7 +24,19 @@ REBOOT_TASK = "Schedule the one reboot after the first convergence"
 _TASK = re.compile(r"^TASK \[(?P<name>.*)\] \**$")
 _CHANGED = re.compile(r"^changed: \[[^\]]*\](?: => \(item=(?P<item>.*?)\))?")
 _FAILED = re.compile(r"^(fatal|failed): \[")
-_FAILED_MSG = re.compile(r'"msg": "(?P<msg>(?:[^"\\]|\\.)*)"')
+
+
+def _failure_message(line: str) -> str:
+    """The "msg" of `fatal: [host]: FAILED! => {...}` (one JSON object on the line)."""
+    _, sep, body = line.partition(" => ")
+    if not sep:
+        return ""
+    try:
+        doc = loads_strict(body.encode("utf-8", errors="replace"))
+    except ValueError:
+        return ""
+    msg = doc.get("msg") if isinstance(doc, dict) else None
+    return msg if isinstance(msg, str) else ""
 
 
 @dataclass(frozen=True)
@@ -48,8 +62,7 @@ def read_play_log(text: str) -> PlayOutcome:
             changed.append(f"{task}: {item}" if item else task)
         elif _FAILED.match(line):
             failed = task
-            found = _FAILED_MSG.search(line)
-            failure = found.group("msg").encode().decode("unicode_escape") if found else ""
+            failure = _failure_message(line)
     return PlayOutcome(tuple(dict.fromkeys(changed)), failed, " ".join(failure.split()))
 
 
