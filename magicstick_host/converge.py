@@ -105,8 +105,9 @@ def _converge(deps: ConvergeDeps, lock: MaintenanceLock) -> ConvergeResult:
         run,
         at=rfc3339(deps.clock.now().wall),
         returncode=result.returncode,
-        log_text=_read_log(log_path) + result.stdout + result.stderr,
+        log_text=_read_log(log_path) + result.stdout,
         log_path=str(log_path),
+        runner_note=result.stderr,
     )
     deps.store.commit(replace(state, convergence=done), journal_entry(done))
     code = ExitCode.OK if done.result == SUCCEEDED else ExitCode.EFFECT_FAILED

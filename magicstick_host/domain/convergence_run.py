@@ -111,8 +111,16 @@ def start_run(previous: ConvergenceRun | None, *, at: str, boot_id: str) -> Conv
 
 
 def finish_run(
-    run: ConvergenceRun, *, at: str, returncode: int, log_text: str, log_path: str
+    run: ConvergenceRun,
+    *,
+    at: str,
+    returncode: int,
+    log_text: str,
+    log_path: str,
+    runner_note: str = "",
 ) -> ConvergenceRun:
+    """The finished run. `runner_note` is what the command runner itself said (a timeout, a
+    missing ansible-playbook), shown when no task failed."""
     play = read_play_log(log_text)
     changed = play.changed_tasks
     reboot = any(task.endswith(REBOOT_TASK) for task in changed)
@@ -128,8 +136,11 @@ def finish_run(
             f"ansible-playbook exited {returncode}"
         )
         message = f"convergence failed: {where}"
+        note = " ".join(runner_note.split())
         if play.failure:
             message += f": {play.failure}"
+        elif note and not play.failed_task:
+            message += f" ({note})"
     message = f"{message} (log {log_path})"
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 1] + "…"

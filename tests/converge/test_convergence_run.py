@@ -75,8 +75,10 @@ def test_a_failure_names_the_task_and_its_message() -> None:
     done = finish_run(run, at="t1", returncode=2, log_text=FAILED, log_path="/l")
     assert done.result == "failed" and not done.reboot_scheduled
     assert "the task 'k3s : Check the K3s version pin' failed: k3s_version" in done.message
-    crashed = finish_run(run, at="t1", returncode=124, log_text="", log_path="/l")
-    assert crashed.message == "convergence failed: ansible-playbook exited 124 (log /l)"
+    crashed = finish_run(run, at="t1", returncode=124, log_text="", log_path="/l",
+                         runner_note="timed out after 1800 s\n")
+    assert crashed.message == (
+        "convergence failed: ansible-playbook exited 124 (timed out after 1800 s) (log /l)")
 
 
 def test_long_runs_are_bounded_and_stay_valid() -> None:
