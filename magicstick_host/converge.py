@@ -24,9 +24,9 @@ from magicstick_host.domain.convergence_run import (
     journal_entry,
     start_run,
 )
-from magicstick_host.domain.inspection import rfc3339
 from magicstick_host.domain.parsers.cmdline import split_cmdline
 from magicstick_host.domain.state import State
+from magicstick_host.domain.times import rfc3339
 from magicstick_host.effects.converge import run_convergence
 from magicstick_host.effects.playbook import write_vars
 from magicstick_host.errors import ExitCode, LockBusyError, StateError

@@ -22,7 +22,8 @@ from click.testing import CliRunner
 from magicstick_host import app, schemas
 from magicstick_host.cli.converge_cmd import build_converge_deps, converge_command
 from magicstick_host.converge import ConvergeDeps, ConvergeResult, run_converge
-from magicstick_host.domain.state import Block, State
+from magicstick_host.domain.operations.prepare_gpu.data import PrepareData
+from magicstick_host.domain.state import Block, Operation, State
 from magicstick_host.errors import ExitCode
 from magicstick_host.ports.runner import CommandResult
 from magicstick_host.ports.state_store import FileStateStore
@@ -75,6 +76,17 @@ def status(state_dir: Path) -> dict[str, Any]:
     doc = app.status_document(str(state_dir), "magicstick")
     assert schemas.errors("status", doc) == []
     return doc
+
+
+def prepare_gpu(phase: str) -> Operation:
+    """A GPU preparation in `phase`, with the data record the store requires of one."""
+    data = PrepareData(
+        packages={"linux-generic": "7.0.0-10.10"}, target_kernel="7.0.0-10-generic",
+        reboot_required=True, gpu_profile="strix-halo", profile_id="strix-halo-ubuntu-26.04",
+        profile_version="1", os_version_id="26.04", experiment=False,
+        engine_validation_available=True, module_identity=None, install_done=False,
+    )
+    return operation("prepare-gpu", phase, boot_id="b", data=data)
 
 
 def save_state(state_dir: Path, state: State) -> None:
@@ -199,13 +211,13 @@ def test_a_held_lock_skips_quietly_with_busy(tmp_path: Path, state_dir: Path) ->
 def tick_deps(root: Path, state_dir: Path, gather: Callable[[], Any]) -> Any:
     from magicstick_host.ports.clock import RealClock
     from magicstick_host.sim.runner import SimRunner
-    from magicstick_host.tick import TickDeps
 
-    return TickDeps(
-        root=str(root), gather=gather, runner=SimRunner(root), clock=RealClock(), kube=None,
-        store=FileStateStore(state_dir), lock_path=state_dir / "maintenance.lock",
-        profiles=app.profiles_from(None), node_name="magicstick",
+    deps = app.tick_deps(
+        root=str(root), runner=SimRunner(root), clock=RealClock(), kube=None,
+        state_dir=state_dir, profiles=app.profiles_from(None), node_name="magicstick",
+        playbooks_dir=app.default_playbooks_dir(),
     )
+    return replace(deps, gather=gather)
 
 
 def test_a_running_tick_makes_convergence_skip(tmp_path: Path, state_dir: Path) -> None:
@@ -263,7 +275,7 @@ def test_a_running_convergence_makes_the_tick_busy(tmp_path: Path, state_dir: Pa
                                    "Registering", "AwaitingConfirmation"])
 def test_an_active_operation_skips_with_busy(tmp_path: Path, state_dir: Path, phase: str) -> None:
     root = sim_root(tmp_path)
-    before = State(operation=operation("prepare-gpu", phase, boot_id="b"))
+    before = State(operation=prepare_gpu(phase))
     save_state(state_dir, before)
     result = converge(root, state_dir)
     assert result.exit_code == ExitCode.BUSY and not result.quiet
@@ -278,7 +290,7 @@ def test_a_finished_operation_does_not_hold_convergence_back(
     tmp_path: Path, state_dir: Path, phase: str
 ) -> None:
     root = sim_root(tmp_path)
-    save_state(state_dir, State(operation=operation("prepare-gpu", phase, boot_id="b")))
+    save_state(state_dir, State(operation=prepare_gpu(phase)))
     assert converge(root, state_dir).exit_code == ExitCode.OK
 
 
