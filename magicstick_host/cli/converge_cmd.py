@@ -32,9 +32,7 @@ def build_converge_deps(*, root: str, state_dir: str, executor: str) -> Converge
     else:
         if not app.is_sim_root(root):
             raise BadInputError(f"--executor sim needs a simulated host root; {root} is not one")
-        from magicstick_host.sim.runner import SimRunner
-
-        runner = SimRunner(Path(root))
+        runner = app.simulator().runner.SimRunner(Path(root))
         variables["magicstick_root"] = os.path.realpath(root)
     return ConvergeDeps(
         fs=RootedHostFS(root),

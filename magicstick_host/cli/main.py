@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import click
 
+from magicstick_host.cli.converge_cmd import converge_command
 from magicstick_host.cli.history_cmd import history_command
 from magicstick_host.cli.inspect_cmd import inspect_command
 from magicstick_host.cli.journal import say
@@ -29,7 +30,8 @@ def cli() -> None:
     """Prepare and recover the hosts of the magicstick AI appliance.
 
     `tick` is run by the systemd timer; `inspect` is the read-only preflight; `status` is the
-    console view; `history` lists past operations from the journal.
+    console view; `history` lists past operations from the journal; `converge` runs host
+    convergence when the worker allows it (its timer).
     """
 
 
@@ -39,6 +41,7 @@ cli.add_command(status_command)
 cli.add_command(recover_command)
 cli.add_command(history_command)
 cli.add_command(sim_group)
+cli.add_command(converge_command)  # host convergence beside the worker (issue 14)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

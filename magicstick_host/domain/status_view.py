@@ -77,7 +77,9 @@ def build_status(
     state_error: str = "",
     conditions: list[dict[str, str]] | None = None,
     legacy: bool = False,
+    nvidia: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """`nvidia`: the NVIDIA health section (domain/nvidia_health.py), None when not read."""
     st = state or State()
     op = st.operation
     found = [
@@ -129,6 +131,7 @@ def build_status(
         "lastReportAt": st.last_report_at or None,
         "processedRequests": len(st.processed),
         "convergence": st.convergence.to_json() if st.convergence else None,
+        "nvidia": nvidia,
         "next": _advice(st, node_name, state_error, conditions or [], legacy),
     }
 
@@ -166,5 +169,9 @@ def render_status(doc: dict[str, Any]) -> str:
         lines.append(f"STOPPED:    {doc['block']['message']}")
     lines.append(f"Report:     last written {doc['lastReportAt'] or 'never'}")
     lines += render_convergence(doc.get("convergence"))
+    nvidia = doc.get("nvidia")
+    if nvidia and nvidia["state"] != "absent":
+        flag = "" if nvidia["state"] == "healthy" else f"{nvidia['state'].upper()}: "
+        lines.append(f"NVIDIA:     {flag}{nvidia['message']}")
     lines.append(f"Next:       {doc['next']}")
     return "\n".join(lines)

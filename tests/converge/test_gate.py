@@ -379,3 +379,35 @@ def test_the_command_line(tmp_path: Path, state_dir: Path) -> None:
     real = CliRunner().invoke(converge_command, [*args[:4], "--executor", "real"],
                               standalone_mode=False)
     assert real.exception is not None and "needs --root /" in str(real.exception)
+
+
+def test_the_entry_point_runs_converge_with_the_documented_exit_codes(
+    tmp_path: Path, state_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from magicstick_host.cli.main import main
+
+    root = sim_root(tmp_path)
+    args = ["converge", "--root", str(root), "--state-dir", str(state_dir), "--executor", "sim"]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    assert "converged: 1 task(s) changed" in out and err == ""
+    block = Block("execution-state-removed", "the HostOperation was deleted", "2026-11-30T12:00Z")
+    save_state(state_dir, replace(FileStateStore(state_dir).load() or State(), block=block))
+    assert main(args) == int(ExitCode.STATE_BLOCKED)
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "the host worker is stopped" in err
+    assert len(playbook_runs(root)) == 1
+
+
+@pytest.mark.real_commands  # a second python process holds the lock
+@pytest.mark.usefixtures("lock_held_by_another_process")
+def test_the_entry_point_is_silent_when_busy(
+    tmp_path: Path, state_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from magicstick_host.cli.main import main
+
+    root = sim_root(tmp_path)
+    code = main(["converge", "--root", str(root), "--state-dir", str(state_dir),
+                 "--executor", "sim"])
+    assert code == int(ExitCode.BUSY)
+    assert capsys.readouterr() == ("", "")
