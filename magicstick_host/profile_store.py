@@ -11,19 +11,17 @@ import os
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-# no stubs in the dev set yet; `unused-ignore` keeps this clean once types-jsonschema lands
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
-from jsonschema.exceptions import (  # type: ignore[import-untyped, unused-ignore]
-    ValidationError,
-    best_match,
-)
-
 from magicstick_host.domain.profiles import Profile, json_path, profile_from_document
 from magicstick_host.errors import ProfileError
+from magicstick_host.schemas.compiled import Check, compile_schema
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 PROFILES_ENV = "MAGICSTICK_HOST_PROFILES"
 INSTALLED_PROFILES_DIR = Path("/usr/local/lib/magicstick/host-management/profiles")
@@ -43,13 +41,27 @@ def default_profiles_dir() -> Path:
 
 
 @cache
-def _validator() -> Draft202012Validator:
+def _schema() -> dict[str, Any]:
     text = (
         resources.files("magicstick_host.schemas")
         .joinpath("profile.schema.json")
         .read_text(encoding="utf-8")
     )
-    return Draft202012Validator(json.loads(text))
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@cache
+def _is_valid() -> Check:
+    """The compiled validator (schemas/compiled.py): the same verdict as jsonschema's, without
+    importing jsonschema on every tick. jsonschema is asked only to describe a defect."""
+    return compile_schema(_schema())
+
+
+def _validator() -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(_schema())
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -114,9 +126,11 @@ def load_profile(path: Path) -> Profile:
         raise _fail(path, "$", f"is not valid YAML ({exc})") from exc
     if not isinstance(doc, dict):
         raise _fail(path, "$", "must be a mapping")
-    error = best_match(_validator().iter_errors(doc))
-    if error is not None:
-        field, problem = _describe(error)
+    if next(_is_valid()(doc, ()), None) is not None:
+        from jsonschema.exceptions import best_match
+
+        error = best_match(_validator().iter_errors(doc))
+        field, problem = _describe(error) if error is not None else ("$", "does not match")
         raise _fail(path, field, problem)
     try:
         profile = profile_from_document(doc)

@@ -3,6 +3,7 @@ only here (the codes are the errors' own: errors.py)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import traceback
@@ -10,19 +11,41 @@ from collections.abc import Sequence
 
 import click
 
-from magicstick_host.cli.converge_cmd import converge_command
-from magicstick_host.cli.history_cmd import history_command
-from magicstick_host.cli.inspect_cmd import inspect_command
 from magicstick_host.cli.journal import say
 from magicstick_host.cli.options import EXIT_CODES_HELP
-from magicstick_host.cli.sim_cmd import sim_group
-from magicstick_host.cli.status_cmd import recover_command, status_command
-from magicstick_host.cli.tick_cmd import tick_command
 from magicstick_host.errors import ExitCode, MagicstickError
 from magicstick_host.tick_result import TickResult
 
+# name -> (module, attribute). A command's module is imported only when that command runs (or
+# for --help): the timer starts `tick` 5,760 times a day, and it should not pay for the
+# simulator, the history view or the console's commands each time.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "tick": ("magicstick_host.cli.tick_cmd", "tick_command"),
+    "inspect": ("magicstick_host.cli.inspect_cmd", "inspect_command"),
+    "status": ("magicstick_host.cli.status_cmd", "status_command"),
+    "recover": ("magicstick_host.cli.status_cmd", "recover_command"),
+    "history": ("magicstick_host.cli.history_cmd", "history_command"),
+    "sim": ("magicstick_host.cli.sim_cmd", "sim_group"),
+    # host convergence beside the worker (issue 14)
+    "converge": ("magicstick_host.cli.converge_cmd", "converge_command"),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = COMMANDS.get(cmd_name)
+        if where is None:
+            return super().get_command(ctx, cmd_name)
+        command = getattr(importlib.import_module(where[0]), where[1])
+        assert isinstance(command, click.Command)
+        return command
+
 
 @click.group(
+    cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog="\b\nExit codes:\n" + EXIT_CODES_HELP,
 )
@@ -33,15 +56,6 @@ def cli() -> None:
     console view; `history` lists past operations from the journal; `converge` runs host
     convergence when the worker allows it (its timer).
     """
-
-
-cli.add_command(tick_command)
-cli.add_command(inspect_command)
-cli.add_command(status_command)
-cli.add_command(recover_command)
-cli.add_command(history_command)
-cli.add_command(sim_group)
-cli.add_command(converge_command)  # host convergence beside the worker (issue 14)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

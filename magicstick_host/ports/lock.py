@@ -1,10 +1,13 @@
 """The lock port: the maintenance lock shared with host convergence.
 
 `maintenance.lock` is also taken by ansible-pull (through `flock(1)`) and every host-changing
-service, so this must be a real flock(2) lock on that exact path: filelock's UnixFileLock is
-`fcntl.flock(fd, LOCK_EX | LOCK_NB)` on a descriptor of the file, it opens with O_NOFOLLOW and
-never unlinks the file on release (waiters must share one inode). We disable its soft-lock
-fallback: a marker file would not exclude a `flock(1)` holder.
+service, so this must be a real flock(2) lock on that exact path: `fcntl.flock(fd, LOCK_EX |
+LOCK_NB)` on a descriptor of the file, opened with O_NOFOLLOW, and the file is never unlinked
+on release (waiters must share one inode). This is what filelock's UnixFileLock does; the
+worker no longer imports filelock for it, because its newer releases cost about a tenth of the
+idle tick's CPU to import (asyncio and threading machinery) and three of their features (soft
+locks, thread-local state, deleting the file) had to be switched off here anyway. The tests
+still hold this lock against filelock and flock(1).
 
 Acquisition never waits. A held lock raises LockBusyError: the tick exits quietly and the timer
 tries again 15 s later.
@@ -13,14 +16,12 @@ tries again 15 s later.
 from __future__ import annotations
 
 import errno
-import inspect
+import fcntl
 import os
 import stat
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
-
-from filelock import Timeout, UnixFileLock
+from typing import Protocol
 
 from magicstick_host.errors import LockBusyError, UnsafePathError, local_file_error
 
@@ -36,44 +37,37 @@ class Lock(Protocol):
     ) -> None: ...
 
 
-# Ubuntu 24.04 ships filelock 3.13, which neither falls back to soft locks nor deletes the lock
-# file, and has no switches for either; newer releases need them turned off explicitly.
-_NEWER_FILELOCK_OPTIONS: dict[str, Any] = {
-    name: value
-    for name, value in (
-        ("thread_local", False),
-        ("fallback_to_soft", False),
-        ("preserve_lock_file", True),
-    )
-    if name in inspect.signature(UnixFileLock.__init__).parameters
-}
-
-
 class MaintenanceLock:
     def __init__(self, path: Path, *, owner_uid: int | None = None) -> None:
         self.path = path
         self.owner_uid = os.geteuid() if owner_uid is None else owner_uid
-        self._held: UnixFileLock | None = None
+        self._fd: int | None = None
 
     def __enter__(self) -> MaintenanceLock:
-        if self._held is not None:
+        if self._fd is not None:
             raise RuntimeError(f"{self.path}: already held by this MaintenanceLock")
         try:
             self._check()
         except OSError as exc:
             raise local_file_error(exc, self.path, "cannot be checked") from exc
-        lock = UnixFileLock(str(self.path), timeout=0, mode=0o600, **_NEWER_FILELOCK_OPTIONS)
         try:
-            lock.acquire()
-        except Timeout:
-            raise LockBusyError(
-                f"{self.path}: held by another tick or by host convergence"
-            ) from None
+            fd = os.open(
+                self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise UnsafePathError(f"{self.path}: is a symlink; refusing to lock it") from None
             raise local_file_error(exc, self.path, "cannot be opened") from exc
-        self._held = lock
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise LockBusyError(
+                    f"{self.path}: held by another tick or by host convergence"
+                ) from None
+            raise local_file_error(exc, self.path, "cannot be locked") from exc
+        self._fd = fd
         return self
 
     @property
@@ -81,10 +75,9 @@ class MaintenanceLock:
         """The locked descriptor, to hand down to a child that must keep holding the lock
         (host convergence: `MAGICSTICK_CONVERGE_LOCK_FD`). flock(2) belongs to the open file,
         so a child that inherited it keeps the lock held even if this process dies."""
-        fd = None if self._held is None else self._held._context.lock_file_fd
-        if fd is None:
+        if self._fd is None:
             raise RuntimeError(f"{self.path}: not held")
-        return fd
+        return self._fd
 
     def __exit__(
         self,
@@ -92,16 +85,16 @@ class MaintenanceLock:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        held, self._held = self._held, None
-        if held is not None:
-            held.release()
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # closing the last descriptor of the open file releases the flock
 
     def _check(self) -> None:
         """Refuse an unsafe lock directory or lock file before locking.
 
         Checking first and opening afterwards is not a race here: the directory must be 0700 and
         owned by us (verified below), so no other account can replace the file between this check
-        and filelock's open. filelock opens with O_NOFOLLOW, which also covers a symlink anyway.
+        and the open below, which also uses O_NOFOLLOW.
         """
         directory = self.path.parent
         try:
@@ -118,7 +111,7 @@ class MaintenanceLock:
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
-            return  # filelock creates it with O_EXCL | O_NOFOLLOW, mode 0600
+            return  # __enter__ creates it with O_NOFOLLOW, mode 0600
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise UnsafePathError(f"{self.path}: is a symlink; refusing to lock it") from None

@@ -7,6 +7,7 @@ is neither to use here. Everything else runs exactly as on a host, under `magics
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -65,6 +66,34 @@ def install_vars(root: Path, src: Path) -> dict[str, object]:
 def tree(base: Path) -> dict[str, Path]:
     """Relative path -> path of everything below `base`."""
     return {str(p.relative_to(base)): p for p in sorted(base.rglob("*"))}
+
+
+def code_tree(base: Path) -> dict[str, Path]:
+    """`tree` without the byte-code the install compiles."""
+    return {
+        rel: path for rel, path in tree(base).items()
+        if "__pycache__" not in Path(rel).parts
+    }
+
+
+def assert_bytecode_matches(lib: Path) -> None:
+    """Every installed module has fresh byte-code for the host's python3 (as importlib checks
+    it: magic number, source mtime and size), and there is no other byte-code."""
+    tag = subprocess.run(
+        ["/usr/bin/python3", "-I", "-c", "import sys; print(sys.implementation.cache_tag)"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    package = lib / "magicstick_host"
+    sources = sorted(package.rglob("*.py"))
+    assert sources
+    expected = {src.parent / "__pycache__" / f"{src.stem}.{tag}.pyc" for src in sources}
+    assert set(package.rglob("*.pyc")) == expected
+    for src in sources:
+        header = (src.parent / "__pycache__" / f"{src.stem}.{tag}.pyc").read_bytes()[:16]
+        st = src.stat()
+        assert int.from_bytes(header[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF, src
+        assert int.from_bytes(header[12:16], "little") == st.st_size, src
+        assert mode_and_owner(src.parent / "__pycache__") == ("0o755", 0, 0)
 
 
 def source_entries(src: Path) -> dict[str, Path]:
@@ -156,8 +185,9 @@ def test_first_run_installs_the_tree_exactly(installed: Installed) -> None:
     assert counts["changed"] > 0
     lib = installed.root / LIB
     wanted = source_entries(installed.src)
-    # nothing more (no byte-code, no stale profile), nothing less
-    assert sorted(tree(lib)) == sorted(wanted)
+    # nothing more (no stale module or profile), nothing less; the byte-code is checked below
+    assert sorted(code_tree(lib)) == sorted(wanted)
+    assert_bytecode_matches(lib)
     for rel, src_path in wanted.items():
         path = lib / rel
         if src_path.is_dir():
@@ -246,6 +276,11 @@ def test_installed_command_runs(installed: Installed, tmp_path: Path) -> None:
     launcher.write_text(text.replace("/usr/local/lib/", f"{installed.root}/usr/local/lib/"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAGICSTICK_HOST_")}
 
+    def snapshot() -> dict[str, int]:
+        return {str(p): p.lstat().st_mtime_ns for p in (installed.root / LIB).rglob("*")}
+
+    before = snapshot()
+
     def installed_command(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-I", "-c", WITHOUT_THE_CHECKOUT, str(launcher), *args],
@@ -261,7 +296,16 @@ def test_installed_command_runs(installed: Installed, tmp_path: Path) -> None:
     assert sim.stderr.count("\n") == 1 and "simulator is not installed" in sim.stderr
     inspect = installed_command("inspect", "--root", str(tmp_path))
     assert inspect.returncode == 0, inspect.stderr
-    assert not list((installed.root / LIB).rglob("__pycache__")), "wrote byte-code"
+    # the installed tree stays as the playbook wrote it (its byte-code included)
+    assert snapshot() == before, "the command wrote into the installed tree"
+    # and the command runs that byte-code: nothing is compiled on the timer's path
+    verbose = subprocess.run(
+        [sys.executable, "-I", "-v", "-c", WITHOUT_THE_CHECKOUT, str(launcher), "--help"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False,
+    )
+    assert verbose.returncode == 0, verbose.stderr
+    compiled_main = r"code object from '\S*/magicstick_host/cli/__pycache__/main\."
+    assert re.search(compiled_main, verbose.stderr)
 
 
 # --- a tiny tree: check mode, agents, updates -----------------------------------------------------
@@ -328,7 +372,8 @@ def test_updates_follow_the_checkout_on_an_agent_node(tmp_path: Path) -> None:
 
     proc = run_playbook("install.yml", install_vars(root, src))
     assert_succeeded(proc)
-    assert sorted(tree(lib)) == sorted(source_entries(src))
+    assert sorted(code_tree(lib)) == sorted(source_entries(src))
+    assert_bytecode_matches(lib)
     assert (lib / "magicstick_host/sub/mod.py").read_text() == "VALUE = 2\n"
     assert (lib / "magicstick_host/new.py").read_text() == "NEW = True\n"
     assert (lib / "playbooks/memory.yml").read_text() == "- hosts: localhost\n"

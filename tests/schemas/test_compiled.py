@@ -155,6 +155,17 @@ def test_json_equality_keeps_booleans_apart_from_numbers() -> None:
     assert not json_equal(True, 1) and not json_equal(0, False)
     assert json_equal(1, 1.0) and json_equal({"a": [1]}, {"a": [1.0]})
     assert not json_equal([True], [1])
+    assert not json_equal(None, "") and json_equal(None, None) and not json_equal("1", 1)
+
+
+def test_a_str_enum_member_is_its_string() -> None:
+    from enum import StrEnum
+
+    class Phase(StrEnum):
+        ACCEPTED = "Accepted"
+
+    assert json_equal(Phase.ACCEPTED, "Accepted")
+    assert list(compile_schema({"enum": ["Accepted"]})(Phase.ACCEPTED, ())) == []
 
 
 # -- every keyword, differentially: random small schemas and instances against jsonschema --------
