@@ -273,7 +273,11 @@ def state_conditions(state_dir: str) -> list[dict[str, str]]:
     ]
 
 
-def status_document(state_dir: str, node_name: str | None) -> dict[str, Any]:
+def status_document(
+    state_dir: str, node_name: str | None, *, root: str | None = None
+) -> dict[str, Any]:
+    """`root`: also read the host's NVIDIA health there (the console view; read-only)."""
+    from magicstick_host.domain.nvidia_health import nvidia_health
     from magicstick_host.domain.status_view import build_status
 
     name = node_name_of(node_name)
@@ -285,6 +289,7 @@ def status_document(state_dir: str, node_name: str | None) -> dict[str, Any]:
         state_error=error,
         conditions=state_conditions(state_dir),
         legacy=legacy,
+        nvidia=nvidia_health(gather(root, ())) if root is not None else None,
     )
 
 

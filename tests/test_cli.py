@@ -173,7 +173,7 @@ def test_a_malformed_kubeconfig_is_bad_input_in_one_line_and_local_work_goes_on(
 def test_every_console_command_is_listed_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--help")
     assert code == 0
-    for command in ("tick", "inspect", "status", "recover", "history", "sim"):
+    for command in ("tick", "inspect", "status", "recover", "history", "sim", "converge"):
         assert f"  {command} " in out
 
 

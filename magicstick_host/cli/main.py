@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recover": ("magicstick_host.cli.status_cmd", "recover_command"),
     "history": ("magicstick_host.cli.history_cmd", "history_command"),
     "sim": ("magicstick_host.cli.sim_cmd", "sim_group"),
+    # host convergence beside the worker (issue 14)
+    "converge": ("magicstick_host.cli.converge_cmd", "converge_command"),
 }
 
 
@@ -51,7 +53,8 @@ def cli() -> None:
     """Prepare and recover the hosts of the magicstick AI appliance.
 
     `tick` is run by the systemd timer; `inspect` is the read-only preflight; `status` is the
-    console view; `history` lists past operations from the journal.
+    console view; `history` lists past operations from the journal; `converge` runs host
+    convergence when the worker allows it (its timer).
     """
 
 

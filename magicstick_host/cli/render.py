@@ -78,6 +78,10 @@ def render_inspection(doc: dict[str, Any]) -> str:
     if driver is not None:
         state = "ready" if driver["ready"] else f"NOT ready ({driver['reason']})"
         lines.append(f"Driver:   AMD host driver {state}")
+    nvidia = doc.get("nvidia")
+    if nvidia and nvidia["state"] != "absent":
+        flag = "" if nvidia["state"] == "healthy" else f"{nvidia['state'].upper()}: "
+        lines.append(f"NVIDIA:   {flag}{nvidia['message']}")
     lines += _plan_lines(doc["plan"])
     lines.append(_memory_line(doc["gpuMemory"]))
     lines.append(f"Actions:  {', '.join(doc['actions']) or 'none right now'}")

@@ -31,13 +31,15 @@ viewer_state_dir_option = click.option(
 
 
 @click.command("status")
+@root_option
 @viewer_state_dir_option
 @click.option("--node-name", default=None, envvar="MAGICSTICK_HOST_NODE_NAME", show_envvar=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one versioned JSON object.")
-def status_command(state_dir: str, node_name: str | None, as_json: bool) -> int:
+def status_command(root: str, state_dir: str, node_name: str | None, as_json: bool) -> int:
     """Show the current operation, its steps, restarts used, what blocks the worker (with the
-    command that fixes it), and what to do next. Read-only."""
-    doc = app.status_document(state_dir, node_name)
+    command that fixes it), the last host convergence run, the NVIDIA health, and what to do
+    next. Read-only."""
+    doc = app.status_document(state_dir, node_name, root=root)
     click.echo(json.dumps(doc, indent=2, sort_keys=True) if as_json else render_status(doc))
     return int(ExitCode.OK)
 

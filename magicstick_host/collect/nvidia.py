@@ -16,11 +16,13 @@ SYSTEMCTL_TIMEOUT_S = 5
 
 def collect_nvidia(r: Reader, runner: CommandRunner, pci: PciInventory) -> NvidiaInfo:
     nvidia_devices = [d for d in pci.devices if d.vendor == NVIDIA_VENDOR]
+    # `test -S`: the CDI specs bind-mount a socket; a plain file there is no daemon
+    kind = r.path_kind(PERSISTENCED_SOCKET, "nvidia.persistenced_socket") or "unknown"
     return NvidiaInfo(
         driver_version=_driver_version(r, any(d.driver == "nvidia" for d in nvidia_devices)),
         persistenced_active=_persistenced_active(r, runner) if nvidia_devices else None,
-        persistenced_socket=r.exists(PERSISTENCED_SOCKET, "nvidia.persistenced_socket",
-                                     otherwise=False),
+        persistenced_socket=kind == "socket",
+        persistenced_socket_kind=kind,
     )
 
 

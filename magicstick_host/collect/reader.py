@@ -74,6 +74,16 @@ class Reader:
             self.unknown(field, path, exc.reason)
             return None
 
+    def path_kind(self, path: str, field: str) -> str | None:
+        """"socket", "missing" or "other" (a file, a directory...); None when unreadable."""
+        try:
+            if self.fs.is_socket(path):
+                return "socket"
+            return "other" if self.fs.exists(path) else "missing"
+        except HostReadError as exc:
+            self.unknown(field, path, exc.reason)
+            return None
+
     def list_dir(self, path: str, field: str, *, optional: bool = False) -> list[str] | None:
         """Entry names; [] for a missing optional directory, None when unreadable."""
         try:

@@ -176,7 +176,10 @@ class NvidiaInfo:
     driver_version: str | None = None
     # None when not asked (no NVIDIA device) or systemctl could not tell
     persistenced_active: bool | None = None
+    # a socket is at /run/nvidia-persistenced/socket (`test -S`); False when it cannot be told
     persistenced_socket: bool = False
+    # what is at that path: "socket" | "missing" | "other" (not a socket) | "unknown" (unreadable)
+    persistenced_socket_kind: str = "missing"
 
 
 @dataclass(frozen=True)

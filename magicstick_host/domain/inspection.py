@@ -13,6 +13,7 @@ from magicstick_host.domain.gpu_memory.capability import (
     gpu_memory_capability,
 )
 from magicstick_host.domain.limits import Limits
+from magicstick_host.domain.nvidia_health import nvidia_health
 from magicstick_host.domain.offers import available_actions
 from magicstick_host.domain.plan.planner import plan_preparation
 from magicstick_host.domain.profiles import Profile
@@ -62,6 +63,7 @@ def build_inspection(
         "amdDriverReady": driver,
         "plan": caps["plan"],
         "gpuMemory": caps["gpuMemory"],
+        "nvidia": nvidia_health(ev),
         "actions": available_actions(ev, caps, operation_active=operation_active),
         "unknowns": [{"field": u.field, "reason": u.reason} for u in ev.unknowns],
     }

@@ -91,6 +91,8 @@ def build_report(
         "bootId": ev["bootId"],
         "kernel": ev["kernel"]["release"],
         **sections,
+        # health, not a capability: shown as it is also while the worker is stopped
+        "nvidia": inspection["nvidia"],
         "actions": [] if block is not None else inspection["actions"],
         "operation": operation_summary(state),
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from magicstick_host.domain.convergence_run import ConvergenceRun
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.records import NoData, record_to_json
 
@@ -177,6 +178,8 @@ class State:
     # the newest journal entry, committed with the state that it describes: a load appends it
     # to the journal if the append was lost (ports/state_store.py, "journal repair")
     last_journal: dict[str, Any] | None = None
+    # the last host convergence run (magicstick-host converge), for `status`
+    convergence: ConvergenceRun | None = None
 
     def seen_uid(self, uid: str) -> ProcessedRequest | None:
         if not uid:
@@ -215,4 +218,5 @@ class State:
             "lastReportDigest": self.last_report_digest,
             "lastReportAt": self.last_report_at,
             "lastJournal": self.last_journal,
+            "convergence": self.convergence.to_json() if self.convergence else None,
         }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from magicstick_host.domain.convergence_run import ConvergenceRun
 from magicstick_host.domain.operations.registry import data_type
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.records import record_from_json
@@ -101,4 +102,7 @@ def state_from_json(doc: dict[str, Any]) -> State:
         last_report_digest=doc.get("lastReportDigest", ""),
         last_report_at=doc.get("lastReportAt", ""),
         last_journal=doc.get("lastJournal"),
+        convergence=(
+            ConvergenceRun.from_json(doc["convergence"]) if doc.get("convergence") else None
+        ),
     )

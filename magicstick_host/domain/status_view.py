@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from magicstick_host.domain.convergence_run import render_convergence
 from magicstick_host.domain.phase import SHUTDOWN_PHASES, Phase
 from magicstick_host.domain.state import State
 from magicstick_host.domain.times import rfc3339
@@ -76,7 +77,9 @@ def build_status(
     state_error: str = "",
     conditions: list[dict[str, str]] | None = None,
     legacy: bool = False,
+    nvidia: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """`nvidia`: the NVIDIA health section (domain/nvidia_health.py), None when not read."""
     st = state or State()
     op = st.operation
     found = [
@@ -127,6 +130,8 @@ def build_status(
         "block": st.block.to_json() if st.block else None,
         "lastReportAt": st.last_report_at or None,
         "processedRequests": len(st.processed),
+        "convergence": st.convergence.to_json() if st.convergence else None,
+        "nvidia": nvidia,
         "next": _advice(st, node_name, state_error, conditions or [], legacy),
     }
 
@@ -163,5 +168,10 @@ def render_status(doc: dict[str, Any]) -> str:
     if doc["block"]:
         lines.append(f"STOPPED:    {doc['block']['message']}")
     lines.append(f"Report:     last written {doc['lastReportAt'] or 'never'}")
+    lines += render_convergence(doc.get("convergence"))
+    nvidia = doc.get("nvidia")
+    if nvidia and nvidia["state"] != "absent":
+        flag = "" if nvidia["state"] == "healthy" else f"{nvidia['state'].upper()}: "
+        lines.append(f"NVIDIA:     {flag}{nvidia['message']}")
     lines.append(f"Next:       {doc['next']}")
     return "\n".join(lines)

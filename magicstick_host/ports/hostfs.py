@@ -57,6 +57,10 @@ class HostFS(Protocol):
         """Like `exists`, and the path is a directory."""
         ...
 
+    def is_socket(self, path: str) -> bool:
+        """Like `exists`, and the path (symlinks followed within the root) is a socket."""
+        ...
+
     def list_dir(self, path: str) -> list[str]:
         """Sorted entry names. Raises HostReadError (missing, not a directory, ...)."""
         ...
@@ -204,6 +208,10 @@ class RootedHostFS:
     def is_dir(self, path: str) -> bool:
         st = self._probe(path)
         return st is not None and stat.S_ISDIR(st.st_mode)
+
+    def is_socket(self, path: str) -> bool:
+        st = self._probe(path)
+        return st is not None and stat.S_ISSOCK(st.st_mode)
 
     def list_dir(self, path: str) -> list[str]:
         real = self._resolve(path)

@@ -45,6 +45,21 @@ class CommandRunner(Protocol):
         ...
 
 
+class FdPassingRunner(Protocol):
+    """A runner that can hand descriptors down to the command (host convergence passes the
+    maintenance lock to ansible-playbook, so the lock lives exactly as long as the run)."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        stdout_path: str | None = None,
+        pass_fds: Sequence[int] = (),
+    ) -> CommandResult: ...
+
+
 class RealRunner:
     def run(
         self,
@@ -53,6 +68,7 @@ class RealRunner:
         timeout: float,
         env: Mapping[str, str] | None = None,
         stdout_path: str | None = None,
+        pass_fds: Sequence[int] = (),
     ) -> CommandResult:
         args = tuple(argv)
         try:
@@ -66,6 +82,7 @@ class RealRunner:
                         timeout=timeout,
                         env=dict(env) if env is not None else None,
                         check=False,
+                        pass_fds=tuple(pass_fds),
                     )
                 return CommandResult(args, logged.returncode, "", "")
             proc = subprocess.run(
@@ -77,6 +94,7 @@ class RealRunner:
                 timeout=timeout,
                 env=dict(env) if env is not None else None,
                 check=False,
+                pass_fds=tuple(pass_fds),
             )
             return CommandResult(args, proc.returncode, proc.stdout, proc.stderr)
         except FileNotFoundError as exc:

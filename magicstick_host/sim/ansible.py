@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-PLAYBOOKS = ("prepare.yml", "memory.yml")
+PLAYBOOKS = ("prepare.yml", "memory.yml", "converge.yml")
 COLUMNS = 80
 HOST = "localhost"
 

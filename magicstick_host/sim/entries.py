@@ -21,7 +21,12 @@ class Dir:
     pass
 
 
-Entry = File | Link | Dir
+@dataclass(frozen=True)
+class Socket:
+    """A socket inode (as `test -S` sees it); nothing listens on it."""
+
+
+Entry = File | Link | Dir | Socket
 
 
 class Tree:
@@ -53,3 +58,6 @@ class Tree:
 
     def dir(self, path: str) -> None:
         self._add(path, Dir())
+
+    def socket(self, path: str) -> None:
+        self._add(path, Socket())

@@ -209,7 +209,7 @@ def _packages(host: Host, tree: Tree) -> None:
 
 def _run(host: Host, tree: Tree) -> None:
     if host.nvidia_persistenced_socket:
-        tree.file("run/nvidia-persistenced/socket", "")
+        tree.socket("run/nvidia-persistenced/socket")
         tree.line("run/nvidia-persistenced/nvidia-persistenced.pid", 1234)
     if host.shutdown is not None:
         s = host.shutdown

@@ -6,7 +6,8 @@ tests count what really happened ("exactly one shutdown", "exactly one playbook 
 host's side instead of from mock call lists.
 
 Commands: `systemctl is-active UNIT`, `uname -m`, `shutdown -r|-P +N [text]`, `shutdown -c`,
-`ansible-playbook ... prepare.yml|memory.yml -e @vars.json` (`sim/prepare.py`, `sim/memory.py`),
+`ansible-playbook ... prepare.yml|memory.yml|converge.yml -e @vars.json` (`sim/prepare.py`,
+`sim/memory.py`, `sim/converge.py`),
 and the GPU evidence publisher `/usr/local/sbin/magicstick-gpu-publish` on hosts that have it.
 Anything else exits 127. A playbook fault may raise `SimulatedCrash` (`sim/faults.py`): the
 process running the command died.
@@ -21,6 +22,7 @@ from pathlib import Path
 from magicstick_host.domain.evidence import GPU_PUBLISHER
 from magicstick_host.ports.runner import NOT_FOUND, CommandResult
 from magicstick_host.sim.ansible import PlaybookUsageError, PlayLog, parse_call
+from magicstick_host.sim.converge import run_converge
 from magicstick_host.sim.effects_log import EFFECTS_LOG, read_effects, record
 from magicstick_host.sim.faults import GPU_PUBLISH_FAILS, SHUTDOWN, SimulatedCrash, take_one_shot
 from magicstick_host.sim.memory_playbook import initramfs_argv, run_memory
@@ -42,6 +44,7 @@ class SimRunner:
         timeout: float,
         env: Mapping[str, str] | None = None,
         stdout_path: str | None = None,
+        pass_fds: Sequence[int] = (),  # the simulated playbook runs in this process
     ) -> CommandResult:
         args = tuple(argv)
         host = load_host(self.root)
@@ -53,7 +56,7 @@ class SimRunner:
         if args and args[0] == "shutdown":
             return self._shutdown(host, args)
         if args and args[0].rsplit("/", 1)[-1] == "ansible-playbook":
-            return self._playbook(host, args, stdout_path)
+            return self._playbook(host, args, stdout_path, env)
         if args == (GPU_PUBLISHER,) and host.gpu_publisher:
             return self._gpu_publish(host, args)
         return CommandResult(args, NOT_FOUND, "", f"{args[0]}: not simulated")
@@ -87,7 +90,11 @@ class SimRunner:
         return CommandResult(args, 0, "published GPU evidence\n", "")
 
     def _playbook(
-        self, host: Host, args: tuple[str, ...], stdout_path: str | None
+        self,
+        host: Host,
+        args: tuple[str, ...],
+        stdout_path: str | None,
+        env: Mapping[str, str] | None = None,
     ) -> CommandResult:
         try:
             call = parse_call(args)
@@ -97,7 +104,9 @@ class SimRunner:
         crashed = False
         rebuilt: str | None = None
         try:
-            if call.playbook == "prepare.yml":
+            if call.playbook == "converge.yml":  # host convergence (sim/converge.py)
+                log, fired = run_converge(host, self.root, call.variables, env)
+            elif call.playbook == "prepare.yml":
                 outcome = run_prepare(host, call.variables)
                 log, fired, crashed = outcome.log, list(outcome.faults_fired), outcome.crashed
             else:

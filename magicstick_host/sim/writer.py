@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import uuid
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 
 from magicstick_host.errors import BadInputError
 from magicstick_host.sim.codec import host_from_dict, host_to_dict
-from magicstick_host.sim.entries import Dir, Entry, File, Link
+from magicstick_host.sim.entries import Dir, Entry, File, Link, Socket
 from magicstick_host.sim.faults import CARVEOUT_WRITE
 from magicstick_host.sim.model import Host, default_boot_id
 from magicstick_host.sim.render import render
@@ -72,7 +73,7 @@ def write_host(host: Host, root: Path) -> None:
         else set()
     for path in sorted(_previous_manifest(root) - entries.keys(), reverse=True):
         target = root / path
-        if target.is_symlink() or target.is_file():
+        if target.is_symlink() or target.is_file() or target.is_socket():
             target.unlink()
         _prune_empty(root, target if target.is_dir() else target.parent)
     for path, entry in entries.items():
@@ -162,9 +163,14 @@ def _materialise(path: Path, entry: Entry) -> None:
                 return  # unchanged: keep the inode (and any reader's view of it)
         except (OSError, UnicodeDecodeError):
             pass
+    if isinstance(entry, Socket) and path.is_socket() and not path.is_symlink():
+        return
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         path.unlink()
-    if isinstance(entry, Link):
+    if isinstance(entry, Socket):
+        # mknod(S_IFSOCK) needs no privilege and, unlike bind(), no short path
+        os.mknod(path, stat.S_IFSOCK | 0o755)
+    elif isinstance(entry, Link):
         path.symlink_to(entry.target)
     elif isinstance(entry, File):
         path.write_text(entry.text, encoding="utf-8")

@@ -6,6 +6,7 @@ Deliberately local: the full scenario generator lives in magicstick_host/sim/.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 STRIX_ADDR = "0000:c5:00.0"
@@ -27,6 +28,13 @@ class FakeHost:
             target.write_bytes(text)
         else:
             target.write_text(text)
+        return self
+
+    def socket(self, host_path: str) -> FakeHost:
+        """A socket inode, as nvidia-persistenced leaves at /run/nvidia-persistenced/socket."""
+        target = self.path(host_path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.mknod(target, stat.S_IFSOCK | 0o755)
         return self
 
     def dir(self, host_path: str) -> FakeHost:

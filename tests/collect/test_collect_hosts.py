@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -94,12 +95,13 @@ def test_nvidia_host(tmp_path: Path) -> None:
     h = FakeHost(tmp_path)
     h.pci("0000:01:00.0", "10de", "2330", "030200", driver="nvidia", drm=("card0", "renderD128"))
     h.file("/sys/module/nvidia/version", "580.95.05\n")
-    h.file("/run/nvidia-persistenced/socket")
+    h.socket("/run/nvidia-persistenced/socket")
     ev = collect(h, FakeRunner(returncode=0))
     (gpu,) = ev.pci.devices
     assert gpu.driver == "nvidia" and gpu.uma is None and gpu.vram_total_bytes is None
     assert ev.nvidia.driver_version == "580.95.05"
     assert ev.nvidia.persistenced_active is True and ev.nvidia.persistenced_socket
+    assert ev.nvidia.persistenced_socket_kind == "socket"
     assert not ev.unknown("nvidia") and not ev.unknown("pci")
 
 
@@ -247,3 +249,25 @@ def test_multiarch_version_conflict(strix: FakeHost) -> None:
     ev = collect(strix)
     assert "linux-generic" not in ev.packages.installed
     assert [u.field for u in ev.unknowns] == ["packages.installed.linux-generic"]
+
+
+@pytest.mark.parametrize(("make", "kind"), [
+    (lambda h: h.socket("/run/nvidia-persistenced/socket"), "socket"),
+    (lambda h: h.file("/run/nvidia-persistenced/socket"), "other"),
+    (lambda h: h.dir("/run/nvidia-persistenced/socket"), "other"),
+    (lambda h: h.dir("/run/nvidia-persistenced"), "missing"),
+    (lambda h: h.link("/run/nvidia-persistenced/socket", "/run/nowhere"), "missing"),
+    (lambda h: h.link("/run/nvidia-persistenced", "/run/nvidia-persistenced"), "unknown"),
+])
+def test_persistenced_socket_must_be_a_socket(
+    tmp_path: Path, make: Callable[[FakeHost], object], kind: str
+) -> None:
+    """`test -S`: only a socket counts; a plain file left behind is no running daemon."""
+    h = FakeHost(tmp_path)
+    h.pci("0000:01:00.0", "10de", "2684", "030000", driver="nvidia")
+    h.file("/sys/module/nvidia/version", "595.91.07\n")
+    make(h)
+    ev = collect(h, FakeRunner(returncode=0))
+    assert ev.nvidia.persistenced_socket_kind == kind
+    assert ev.nvidia.persistenced_socket is (kind == "socket")
+    assert bool(ev.unknown("nvidia.persistenced_socket")) is (kind == "unknown")

@@ -49,7 +49,9 @@ TREES = ("magicstick_host", "profiles")
 LEFT_OUT = "magicstick_host/sim"
 # Of playbooks/, what the worker runs (relative to playbooks/): install.yml, its role, the
 # manifests and anything else stay out.
-WORKER_PLAYBOOKS = ("prepare.yml", "memory.yml", "roles", "roles/prepare", "roles/memory")
+WORKER_ROLES = ("prepare", "memory", "converge", "k3s", "nvidia_display")
+WORKER_PLAYBOOKS = ("prepare.yml", "memory.yml", "converge.yml", "roles",
+                    *(f"roles/{role}" for role in WORKER_ROLES))
 
 
 def install_vars(root: Path, src: Path) -> dict[str, object]:
@@ -108,7 +110,7 @@ def source_entries(src: Path) -> dict[str, Path]:
                 found[full] = path
     found["playbooks"] = src / "playbooks"
     for rel, path in tree(src / "playbooks").items():
-        if rel in WORKER_PLAYBOOKS or rel.startswith(("roles/prepare/", "roles/memory/")):
+        if rel in WORKER_PLAYBOOKS or rel.startswith(tuple(f"roles/{r}/" for r in WORKER_ROLES)):
             found[f"playbooks/{rel}"] = path
     return found
 
@@ -204,6 +206,12 @@ def test_first_run_installs_the_tree_exactly(installed: Installed) -> None:
         "roles/prepare/tasks/main.yml",
         "roles/memory/tasks/main.yml",
         "roles/prepare/vars/main.yml",
+        # host convergence: magicstick-host converge runs it from here
+        "converge.yml",
+        "roles/converge/tasks/main.yml",
+        "roles/converge/files/host_facts.py",
+        "roles/k3s/defaults/main.yml",
+        "roles/nvidia_display/tasks/reboot.yml",
     ):
         assert (lib / "playbooks" / rel).is_file(), rel
     for rel in ("install.yml", "roles/install", "files", "roles/retired"):

@@ -20,6 +20,8 @@ def snapshot(root: Path) -> dict[str, tuple[str, str]]:
                 out[rel] = ("link", os.readlink(path))
             elif path.is_dir():
                 out[rel] = ("dir", "")
+            elif path.is_socket():
+                out[rel] = ("socket", "")
             else:
                 out[rel] = ("file", path.read_text(encoding="utf-8"))
     return out

@@ -157,7 +157,7 @@ def test_strix_with_nvidia(tmp_path: Path) -> None:
     assert driver(root, "0000:01:00.0") == "nvidia"
     assert read(root, "sys/module/nvidia/version") == "580.95.05\n"
     assert read(root, "proc/driver/nvidia/version").startswith("NVRM version: ")
-    assert (root / "run/nvidia-persistenced/socket").is_file()
+    assert (root / "run/nvidia-persistenced/socket").is_socket()
     assert read(root, "proc/sys/kernel/osrelease") == "6.17.0-8-generic\n"
     import json
 
