@@ -112,6 +112,21 @@ class KubePort(Protocol):
         self, namespace: str, name: str, spec: Json, resource_version: str
     ) -> Json: ...
 
+    # -- network request Secrets (network.md, "The request") ---------------------------------
+
+    def get_secret(self, namespace: str, name: str) -> Json | None:
+        """The Secret, or None when it does not exist."""
+        ...
+
+    def list_secrets(self, namespace: str, label_selector: str) -> list[Json]:
+        """The Secrets of `namespace` that match the label selector."""
+        ...
+
+    def delete_secret(self, namespace: str, name: str, uid: str) -> None:
+        """Delete it only if it still has this UID (KubeConflictError otherwise,
+        KubeNotFoundError when it is gone)."""
+        ...
+
 
 class Transport(Protocol):
     """One HTTP exchange, within `timeout` seconds from connect to the last body byte.
@@ -384,4 +399,28 @@ class RealKube:
         resources = (found or {}).get("resources")
         return isinstance(resources, list) and any(
             isinstance(r, dict) and r.get("name") == plural for r in resources
+        )
+
+    # -- network request Secrets (network.md, "The request"), read once, deleted by UID -------
+
+    def get_secret(self, namespace: str, name: str) -> Json | None:
+        return self._get_or_none(f"/api/v1/namespaces/{_seg(namespace)}/secrets/{_seg(name)}")
+
+    def list_secrets(self, namespace: str, label_selector: str) -> list[Json]:
+        found = self._request(
+            "GET",
+            f"/api/v1/namespaces/{_seg(namespace)}/secrets",
+            query=[("labelSelector", label_selector)],
+        )
+        items = found.get("items")
+        if not isinstance(items, list):
+            raise KubeTemporaryError(f"list secrets in {namespace}: the answer has no items")
+        return [item for item in items if isinstance(item, dict)]
+
+    def delete_secret(self, namespace: str, name: str, uid: str) -> None:
+        if not uid:
+            raise ValueError("delete_secret needs the Secret's UID as a precondition")
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+        self._request(
+            "DELETE", f"/api/v1/namespaces/{_seg(namespace)}/secrets/{_seg(name)}", body
         )
