@@ -24,6 +24,7 @@ from magicstick_host.sim.ansible import PlaybookUsageError, PlayLog, parse_call
 from magicstick_host.sim.effects_log import EFFECTS_LOG, read_effects, record
 from magicstick_host.sim.faults import GPU_PUBLISH_FAILS, SHUTDOWN, SimulatedCrash, take_one_shot
 from magicstick_host.sim.memory import initramfs_argv, run_memory
+from magicstick_host.sim import network
 from magicstick_host.sim.model import Host, ScheduledShutdown
 from magicstick_host.sim.prepare import run_prepare
 from magicstick_host.sim.writer import load_host, write_host
@@ -48,6 +49,8 @@ class SimRunner:
         if args[:2] == ("systemctl", "is-active") and len(args) == 3:
             unit_state = host.units.get(args[2].removesuffix(".service"), "inactive")
             return CommandResult(args, 0 if unit_state == "active" else 3, unit_state + "\n", "")
+        if network.handles(host, args):  # ip, iw, netplan, the trial's timer: sim/network.py
+            return network.run(self.root, host, args)
         if args[:2] == ("uname", "-m"):
             return CommandResult(args, 0, host.kernel.arch + "\n", "")
         if args and args[0] == "shutdown":
