@@ -6,9 +6,11 @@ file whose meaning the worker can be sure of is one that says everything: the ma
 `/etc/netplan/90-magicstick-network.yaml` holds the whole merged configuration (`netplan get`),
 and the files it was merged from are removed while the trial runs (their backups bring them
 back on a rollback). Of the edited interface only its IPv4 addressing, IPv4 default route, DNS
-servers and the chosen access point change; everything else is kept as netplan showed it:
-other interfaces, other access points and their credentials, the renderer, IPv6 settings,
-match rules and `set-name`. An empty password with WPA keeps the saved key of that SSID.
+servers, route metric (in DHCP mode also the DHCPv6 one: networkd takes one metric for both,
+and netplan refuses two) and the chosen access point change; everything else is kept as
+netplan showed it: other interfaces, other access points and their credentials, the
+renderer, IPv6 settings, match rules and `set-name`. An empty password with WPA keeps the
+saved key of that SSID.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 from magicstick_host.domain import netplan_entries as entries
 from magicstick_host.domain.network_capability import InterfaceView
 from magicstick_host.domain.network_settings import NetworkSettings
-from magicstick_host.domain.parsers.netplan import dump_netplan_yaml
+from magicstick_host.domain.parsers.netplan import dump_netplan_yaml, netplan_bool
 
 HEADER = (
     "# Managed by magicstick-host (System > Settings > Network). It holds the whole netplan\n"
@@ -70,6 +72,13 @@ def _set_ipv4(entry: dict[str, Any], s: NetworkSettings) -> None:
         overrides = dict(overrides) if isinstance(overrides, dict) else {}
         overrides["route-metric"] = s.metric
         entry["dhcp4-overrides"] = overrides
+        if netplan_bool(entry.get("dhcp6")):
+            # networkd takes one route metric for both DHCP clients, and netplan refuses
+            # different ones: the chosen metric is the interface's
+            v6 = entry.get("dhcp6-overrides")
+            v6 = dict(v6) if isinstance(v6, dict) else {}
+            v6["route-metric"] = s.metric
+            entry["dhcp6-overrides"] = v6
     else:
         entry["dhcp4"] = False
         entry.pop("dhcp4-overrides", None)

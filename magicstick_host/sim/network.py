@@ -71,10 +71,7 @@ def run(root: Path, host: Host, args: tuple[str, ...]) -> CommandResult:
             write_host(host, root)
             record(root, host, f"netplan-{args[1]}", args, rc=result.returncode)
         return result
-    if tool == "systemd-run":
-        result = _systemd_run(net, args)
-    else:
-        result = _systemctl_stop(net, args)
+    result = _systemd_run(net, args) if tool == "systemd-run" else _systemctl_stop(net, args)
     write_host(host, root)
     record(root, host, "timer-armed" if tool == "systemd-run" else "timer-stopped", args,
            rc=result.returncode)
@@ -134,7 +131,7 @@ def iw_escape(ssid: str) -> str:
     out = []
     for i, byte in enumerate(raw):
         char = chr(byte)
-        if 0x20 < byte < 0x7F and char != "\\" or (byte == 0x20 and 0 < i < len(raw) - 1):
+        if (0x20 < byte < 0x7F and char != "\\") or (byte == 0x20 and 0 < i < len(raw) - 1):
             out.append(char)
         else:
             out.append(f"\\x{byte:02x}")
@@ -281,7 +278,7 @@ def render_network(host: Host, tree: Tree) -> None:
         if iface.physical:
             device = f"{NET_PCI_BRIDGE}/0000:{index:02x}:00.0"
             base = f"{device}/net/{iface.name}"
-            tree.link(f"{base}/device", "../../../0000:{:02x}:00.0".format(index))
+            tree.link(f"{base}/device", f"../../../0000:{index:02x}:00.0")
         else:
             base = f"sys/devices/virtual/net/{iface.name}"
         tree.link(f"sys/class/net/{iface.name}", "../../" + base.removeprefix("sys/"))

@@ -181,7 +181,7 @@ def _psk(ap: AccessPoint) -> str:
 def _link_local(mac: str) -> str:
     parts = [int(p, 16) for p in mac.split(":")]
     parts[0] ^= 0x02
-    eui = parts[:3] + [0xFF, 0xFE] + parts[3:]
+    eui = [*parts[:3], 255, 254, *parts[3:]]
     groups = [f"{eui[i] << 8 | eui[i + 1]:x}" for i in range(0, 8, 2)]
     return "fe80::" + ":".join(groups)
 
