@@ -63,8 +63,10 @@ def rollback_deps(root: str, state_dir: str, executor: str) -> RollbackDeps:
         except HostReadError:
             return None
 
-    return RollbackDeps(root=root, state_dir=Path(state_dir), runner=runner, clock=RealClock(),
-                        boot_id=boot_id)
+    from magicstick_host.effects.network_trial import TrialPorts
+
+    ports = TrialPorts(root=root, state_dir=Path(state_dir), runner=runner, clock=RealClock())
+    return RollbackDeps(ports=ports, boot_id=boot_id)
 
 
 def _report(result: RollbackResult, command: str) -> int:
