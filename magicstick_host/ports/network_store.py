@@ -4,6 +4,7 @@
 - `trial.json`: the trial record (schemas/network-trial.schema.json), written atomically;
 - `settings.json`: the approved settings *with* the password, 0600, only while a trial needs
   them (removed when it ends): the one place a credential lives outside /etc/netplan;
+- `scan.json`: the last Wi-Fi scan as the report publishes it (`network.scan`);
 - `backup/`: the copies of /etc/netplan/*.yaml taken before the trial changed anything
   (written as `backup.partial-*` and renamed when complete, so a half backup is never used);
 - `trial.lock`: flock(2) lock serialising the tick's trial steps, the deadline rollback and
@@ -47,6 +48,7 @@ NETWORK_DIR = "network"
 KEY_FILE = "id.key"
 TRIAL_FILE = "trial.json"
 SETTINGS_FILE = "settings.json"
+SCAN_FILE = "scan.json"
 BACKUP_DIR = "backup"
 LOCK_FILE = "trial.lock"
 KEY_BYTES = 32
@@ -199,6 +201,24 @@ class NetworkStore:
 
     def remove_settings(self) -> None:
         self._remove(SETTINGS_FILE)
+
+    # -- the last Wi-Fi scan ---------------------------------------------------------------
+
+    def save_scan(self, scan: dict[str, Any]) -> None:
+        problems = schemas.errors("network", {"supported": False, "message": "",
+                                              "interfaces": [], "id": "0" * 64, "scan": scan})
+        if problems:
+            raise ValueError(f"refusing to save an invalid scan: {problems[0]}")
+        self._write(SCAN_FILE, json.dumps(scan, sort_keys=True).encode("utf-8"))
+
+    def load_scan(self) -> dict[str, Any] | None:
+        """The last scan, or None (none yet, or unreadable: a scan is never worth a block)."""
+        try:
+            data = self._read(SCAN_FILE, 256 * 1024) if self.directory.exists() else None
+            doc = loads_strict(data) if data is not None else None
+        except (NetworkStoreError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) else None
 
     # -- the backup ------------------------------------------------------------------------
 

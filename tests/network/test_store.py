@@ -120,3 +120,16 @@ def test_the_trial_lock_excludes_and_times_out(tmp_path: Path) -> None:
     thread.join()
     with store.lock(wait_s=0.3):
         pass
+
+
+def test_the_last_scan_is_kept(tmp_path: Path) -> None:
+    store = NetworkStore(tmp_path / "state")
+    assert store.load_scan() is None
+    scan = {"interface": "wlp3s0", "observedAt": "2026-12-01T10:00:00Z",
+            "networks": [{"ssid": "Home", "signal": -48, "security": "secured"}]}
+    store.save_scan(scan)
+    assert store.load_scan() == scan
+    with pytest.raises(ValueError):
+        store.save_scan({"interface": "wlp3s0"})
+    (store.directory / "scan.json").write_text("garbage")
+    assert store.load_scan() is None
