@@ -251,6 +251,8 @@ def _interface(
     wifi = _wifi_view(ev, sys.name, entry) if kind == "wifi" else None
     if wifi is not None and not why:
         why = _wifi_why_not(entry)
+    if wifi is not None and not why and sys.name not in ev.wifi_links:
+        why = "its Wi-Fi connection cannot be read (`iw` is missing or did not answer)"
     configured = entries.ipv4_addresses(entry)
     return InterfaceView(
         name=sys.name,

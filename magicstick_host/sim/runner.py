@@ -8,6 +8,8 @@ host's side instead of from mock call lists.
 Commands: `systemctl is-active UNIT`, `uname -m`, `shutdown -r|-P +N [text]`, `shutdown -c`,
 `ansible-playbook ... prepare.yml|memory.yml -e @vars.json` (`sim/prepare.py`, `sim/memory.py`),
 and the GPU evidence publisher `/usr/local/sbin/magicstick-gpu-publish` on hosts that have it.
+On hosts with a simulated network: `ip`, `iw`, `netplan` and the network trial's timer
+(`systemd-run --on-active=`, `systemctl stop <unit>.timer`), in `sim/network.py`.
 Anything else exits 127. A playbook fault may raise `SimulatedCrash` (`sim/faults.py`): the
 process running the command died.
 """

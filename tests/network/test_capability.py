@@ -214,3 +214,55 @@ def test_node_internal_ips() -> None:
     assert node_internal_ips(node) == ("192.168.1.50", "fd00::50")
     assert node_internal_ips(None) == ()
     assert node_internal_ips({"status": {"addresses": "x"}}) == ()
+
+
+class _Without:
+    """The simulator, with some tools missing or failing."""
+
+    def __init__(self, root: Path, missing: tuple[str, ...] = (), failing: tuple[str, ...] = ()):
+        from magicstick_host.sim.runner import SimRunner
+
+        self.inner = SimRunner(root)
+        self.missing, self.failing = missing, failing
+
+    def run(self, argv, *, timeout, env=None, stdout_path=None):  # type: ignore[no-untyped-def]
+        from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult
+
+        if argv[0] in self.missing:
+            return CommandResult(tuple(argv), NOT_FOUND, "", f"{argv[0]}: not found")
+        if argv[0] in self.failing:
+            return CommandResult(tuple(argv), TIMED_OUT, "", "timed out")
+        return self.inner.run(argv, timeout=timeout)
+
+
+@pytest.mark.parametrize(("missing", "failing", "why"), [
+    (("ip",), (), "ip -j address show: not found"),
+    ((), ("netplan",), "netplan get all: timed out"),
+    (("netplan",), (), "netplan get all: not found"),
+])
+def test_a_tool_that_cannot_answer_withdraws_the_capability(
+    tmp_path: Path, missing: tuple[str, ...], failing: tuple[str, ...], why: str
+) -> None:
+    from magicstick_host.collect.network import collect_network
+    from magicstick_host.ports.hostfs import RootedHostFS
+
+    root = sim_host(tmp_path, "network-ethernet-dhcp")
+    ev = collect_network(RootedHostFS(str(root)), _Without(root, missing, failing))
+    inv = network_inventory(ev, ())
+    assert inv.supported is False and why in inv.message
+
+
+def test_without_iw_wifi_cannot_scan_but_the_rest_stays(tmp_path: Path) -> None:
+    from magicstick_host.collect.network import collect_network
+    from magicstick_host.ports.hostfs import RootedHostFS
+
+    root = sim_host(tmp_path, "network-ethernet-dhcp")
+    ev = collect_network(RootedHostFS(str(root)), _Without(root, missing=("iw",)))
+    assert ev.iw_present is False and ev.problems == ()
+    inv = network_inventory(ev, ())
+    assert inv.supported is True
+    wifi = inv.interface("wlp3s0")
+    assert wifi is not None and not wifi.editable and not wifi.scan_supported
+    assert "`iw` is missing" in wifi.why_not_editable
+    lab = inv.interface("enp2s0")
+    assert lab is not None and lab.editable
