@@ -1,5 +1,5 @@
 """`magicstick-host network-rollback` and `magicstick-host network-recovery`: the network
-trial's way back, run by systemd and not by the tick (magicstick_host/network_rollback.py).
+trial's way back, run by systemd and not by the tick (magicstick_host/network/rollback.py).
 
 - network-rollback: started by the transient timer a trial arms just before `netplan apply`;
   restores the previous configuration when the change was not confirmed in time.
@@ -10,14 +10,12 @@ Both exit 0 when there is nothing to do.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
+from magicstick_host.app import rollback_deps
 from magicstick_host.cli.options import root_option, state_dir_option
-from magicstick_host.errors import BadInputError, ExitCode
-from magicstick_host.network_rollback import (
-    RollbackDeps,
+from magicstick_host.errors import ExitCode
+from magicstick_host.network.rollback import (
     RollbackResult,
     run_boot_recovery,
     run_deadline_rollback,
@@ -33,40 +31,6 @@ executor_option = click.option(
     help="real: run netplan on this machine (needs --root /). "
     "sim: the host simulator acts on a simulated --root.",
 )
-
-
-def rollback_deps(root: str, state_dir: str, executor: str) -> RollbackDeps:
-    """The real adapters (the composition root's job; kept beside the commands until they are
-    registered with the others)."""
-    import os
-
-    from magicstick_host.ports.clock import RealClock
-    from magicstick_host.ports.hostfs import HostReadError, RootedHostFS
-    from magicstick_host.ports.runner import CommandRunner, RealRunner
-
-    runner: CommandRunner
-    if executor == "real":
-        if os.path.realpath(root) != "/":
-            raise BadInputError("--executor real acts on this machine, so it needs --root /")
-        runner = RealRunner()
-    else:
-        from magicstick_host.sim.runner import SimRunner
-
-        if not os.path.isfile(os.path.join(root, ".magicstick-sim/host.json")):
-            raise BadInputError(f"--executor sim needs a simulated host root; {root} is not one")
-        runner = SimRunner(Path(root))
-    fs = RootedHostFS(root)
-
-    def boot_id() -> str | None:
-        try:
-            return fs.read_text("/proc/sys/kernel/random/boot_id").strip() or None
-        except HostReadError:
-            return None
-
-    from magicstick_host.effects.network_trial import TrialPorts
-
-    ports = TrialPorts(root=root, state_dir=Path(state_dir), runner=runner, clock=RealClock())
-    return RollbackDeps(ports=ports, boot_id=boot_id)
 
 
 def _report(result: RollbackResult, command: str) -> int:

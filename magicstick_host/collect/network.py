@@ -23,13 +23,13 @@ from magicstick_host.domain.network_evidence import (
     WifiLink,
 )
 from magicstick_host.domain.parsers import ParseError
-from magicstick_host.domain.parsers.netplan import load_netplan_yaml
 from magicstick_host.domain.parsers.network import (
     parse_default_routes,
     parse_ip_addresses,
     parse_iw_link,
 )
 from magicstick_host.ports.hostfs import HostFS, HostReadError
+from magicstick_host.ports.netplan_yaml import load_netplan_yaml
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult, CommandRunner
 
 T = TypeVar("T")
@@ -135,7 +135,10 @@ def _netplan_files(r: Reader, directory: str) -> tuple[NetplanFile, ...] | None:
             files.append(NetplanFile(path, None, "", problem=exc.reason))
             continue
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        files.append(NetplanFile(path, text, digest))
+        try:
+            files.append(NetplanFile(path, text, digest, document=load_netplan_yaml(text)))
+        except ParseError as exc:
+            files.append(NetplanFile(path, text, digest, problem=str(exc)))
     return tuple(files)
 
 

@@ -21,13 +21,7 @@ from typing import Any
 from magicstick_host.domain import netplan_entries as entries
 from magicstick_host.domain.network_capability import InterfaceView
 from magicstick_host.domain.network_settings import NetworkSettings
-from magicstick_host.domain.parsers.netplan import dump_netplan_yaml, netplan_bool
-
-HEADER = (
-    "# Managed by magicstick-host (System > Settings > Network). It holds the whole netplan\n"
-    "# configuration of this host; the files it replaced are restored if the change is not\n"
-    "# confirmed. Change the network from the dashboard, not here.\n"
-)
+from magicstick_host.domain.parsers.netplan import netplan_bool
 
 
 def entry_location(view: InterfaceView) -> tuple[str, str]:
@@ -124,6 +118,6 @@ def _set_or_drop(holder: dict[str, Any], key: str, value: Any) -> None:
         holder.pop(key, None)
 
 
-def render_managed(network: dict[str, Any]) -> str:
-    """The managed file's text."""
-    return HEADER + dump_netplan_yaml({"network": network})
+def managed_document(network: dict[str, Any]) -> dict[str, Any]:
+    """The managed file's document (ports/netplan_yaml.py writes it, with its header)."""
+    return {"network": network}

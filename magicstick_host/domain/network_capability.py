@@ -27,7 +27,7 @@ from magicstick_host.domain.network_evidence import (
     SysNetInterface,
 )
 from magicstick_host.domain.parsers import ParseError
-from magicstick_host.domain.parsers.netplan import load_netplan_yaml, netplan_network
+from magicstick_host.domain.parsers.netplan import netplan_network
 
 INTERFACE_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$")
 MAX_INTERFACES = 32
@@ -186,9 +186,10 @@ def _unsupported(ev: NetworkEvidence) -> str | None:
         return (f"netplan configuration outside {NETPLAN_DIR} ({ev.foreign_netplan_files[0]}) "
                 "would be merged in; it is not managed here")
     for file in ev.netplan_files:
-        assert file.text is not None
+        if file.document is None:
+            return f"{file.path}: {file.problem or 'not read as netplan YAML'}"
         try:
-            network = netplan_network(load_netplan_yaml(file.text))
+            network = netplan_network(file.document)
         except ParseError as exc:
             return f"{file.path}: {exc}"
         extra = sorted(set(network) - NETWORK_KEYS)

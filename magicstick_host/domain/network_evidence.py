@@ -85,6 +85,9 @@ class NetplanFile:
     sha256: str  # of the bytes as read; "" when unread
     symlink: bool = False
     problem: str = ""
+    # the document as netplan YAML reads (ports/netplan_yaml.py); None when it does not parse
+    # (then `problem` says why) or was not read
+    document: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,6 @@ TRIAL_SCHEMA_VERSION = 1
 STAGES = ("backed-up", "writing", "generating", "applying", "awaiting", "confirmed",
           "rolling-back")
 CONFIRMATION_S = 180.0
-GENERATE_TIMEOUT_S = 30.0
-APPLY_TIMEOUT_S = 45.0
 # the timer may fire a moment before the recorded deadline (it is armed just before it)
 DEADLINE_TOLERANCE_S = 2.0
 NO_PROGRESS_S = 7 * 60.0

@@ -17,23 +17,22 @@ decides nothing; each returns (ok, detail) or raises only for a crash.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from magicstick_host.domain.network_evidence import (
-    MANAGED_NETPLAN_NAME,
-    MAX_NETPLAN_FILE_BYTES,
-    NETPLAN_DIR,
-)
-from magicstick_host.domain.network_trial import (
-    APPLY_TIMEOUT_S,
-    GENERATE_TIMEOUT_S,
-    BackedUpFile,
-    TrialRecord,
-)
 from magicstick_host.ports.host_files import HostWriteError, RootedHostFiles
+from magicstick_host.ports.netplan_yaml import render_managed
 from magicstick_host.ports.network_store import NetworkStore, NetworkStoreError, sha256_bytes
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult, CommandRunner
 
+# the same paths as domain/network_evidence.py (effects take no domain module; a test checks)
+NETPLAN_DIR = "/etc/netplan"
+MANAGED_NETPLAN_NAME = "90-magicstick-network.yaml"
+MAX_NETPLAN_FILE_BYTES = 256 * 1024
+GENERATE_TIMEOUT_S = 30.0
+APPLY_TIMEOUT_S = 45.0
 ROLLBACK_UNIT = "magicstick-host-network-rollback"
+# a backed-up file: (name, sha256, mode)
+Backup = tuple[str, str, int]
 SCAN_TIMEOUT_S = 25.0
 SYSTEMCTL_TIMEOUT_S = 15.0
 MANAGED_MODE = 0o600
@@ -54,22 +53,23 @@ def present_netplan_files(files: RootedHostFiles) -> dict[str, str]:
 
 def backup_netplan(
     files: RootedHostFiles, store: NetworkStore
-) -> tuple[list[BackedUpFile] | None, str]:
+) -> tuple[list[Backup] | None, str]:
     try:
         copies = [files.read(NETPLAN_DIR, name, MAX_NETPLAN_FILE_BYTES)
                   for name in files.list_names(NETPLAN_DIR, ".yaml")]
         store.save_backup(copies)
     except (HostWriteError, NetworkStoreError, OSError) as exc:
         return None, f"backing up {NETPLAN_DIR} failed: {exc}"
-    backed = [BackedUpFile(c.name, sha256_bytes(c.data), c.mode) for c in copies]
+    backed = [(c.name, sha256_bytes(c.data), c.mode) for c in copies]
     return backed, f"backed up {len(backed)} netplan file(s)"
 
 
 def write_managed(
-    files: RootedHostFiles, text: str, replaced: Sequence[str]
+    files: RootedHostFiles, document: dict[str, Any], replaced: Sequence[str]
 ) -> tuple[str | None, str]:
-    """Write the managed file; returns its sha256, or None with the reason."""
-    data = text.encode("utf-8")
+    """Write the managed file (`document` as netplan YAML, 0600); returns its sha256, or None
+    with the reason."""
+    data = render_managed(document).encode("utf-8")
     try:
         files.sweep_temp_files(NETPLAN_DIR)
         files.write(NETPLAN_DIR, MANAGED_NETPLAN_NAME, data, MANAGED_MODE)
@@ -82,21 +82,21 @@ def write_managed(
 
 
 def restore_netplan(
-    files: RootedHostFiles, store: NetworkStore, trial: TrialRecord
+    files: RootedHostFiles, store: NetworkStore, backup: Sequence[Backup]
 ) -> tuple[bool, str]:
-    names = [f.name for f in trial.backup]
+    names = [name for name, _, _ in backup]
     try:
         saved = store.load_backup(names)
     except NetworkStoreError as exc:
         return False, f"the backup cannot be used: {exc}"
-    for item in trial.backup:
-        if sha256_bytes(saved[item.name]) != item.sha256:
-            return False, f"the backup of {item.name} does not match its record"
+    for name, sha256, _ in backup:
+        if sha256_bytes(saved[name]) != sha256:
+            return False, f"the backup of {name} does not match its record"
     try:
         files.sweep_temp_files(NETPLAN_DIR)
-        for item in trial.backup:
-            files.write(NETPLAN_DIR, item.name, saved[item.name], item.mode)
-        if MANAGED_NETPLAN_NAME not in trial.backed_up_names:
+        for name, _, mode in backup:
+            files.write(NETPLAN_DIR, name, saved[name], mode)
+        if MANAGED_NETPLAN_NAME not in names:
             files.remove(NETPLAN_DIR, [MANAGED_NETPLAN_NAME])
     except HostWriteError as exc:
         return False, f"restoring {NETPLAN_DIR} failed: {exc}"

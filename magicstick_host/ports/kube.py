@@ -58,6 +58,7 @@ from magicstick_host.errors import (
     KubePermanentError,
     KubeTemporaryError,
 )
+from magicstick_host.ports.kube_secrets import NetworkSecrets, NetworkSecretsPort
 from magicstick_host.ports.kubeconfig import load_kubeconfig
 
 GROUP = "appliance.magicstick.dev"
@@ -71,7 +72,7 @@ Json = dict[str, Any]
 __all__ = ["KubePort", "RealKube", "hostoperation_name"]
 
 
-class KubePort(Protocol):
+class KubePort(NetworkSecretsPort, Protocol):
     def budget(self, seconds: float, *, apart: bool = False) -> AbstractContextManager[None]:
         """Bound the calls made inside (see the module docstring)."""
         ...
@@ -109,21 +110,6 @@ class KubePort(Protocol):
     def patch_module_activation(
         self, namespace: str, name: str, spec: Json, resource_version: str
     ) -> Json: ...
-
-    # -- network request Secrets (network.md, "The request") ---------------------------------
-
-    def get_secret(self, namespace: str, name: str) -> Json | None:
-        """The Secret, or None when it does not exist."""
-        ...
-
-    def list_secrets(self, namespace: str, label_selector: str) -> list[Json]:
-        """The Secrets of `namespace` that match the label selector."""
-        ...
-
-    def delete_secret(self, namespace: str, name: str, uid: str) -> None:
-        """Delete it only if it still has this UID (KubeConflictError otherwise,
-        KubeNotFoundError when it is gone)."""
-        ...
 
 
 class Transport(Protocol):
@@ -189,7 +175,7 @@ class _Budget:
 TRANSPORTS = ("auto", "lean", "official")
 
 
-class RealKube:
+class RealKube(NetworkSecrets):
     """KubePort over HTTPS. The kubeconfig is read on first use.
 
     `timeout` bounds each call; `budget_s`, when given, all calls of this instance together.
@@ -401,28 +387,4 @@ class RealKube:
         resources = (found or {}).get("resources")
         return isinstance(resources, list) and any(
             isinstance(r, dict) and r.get("name") == plural for r in resources
-        )
-
-    # -- network request Secrets (network.md, "The request"), read once, deleted by UID -------
-
-    def get_secret(self, namespace: str, name: str) -> Json | None:
-        return self._get_or_none(f"/api/v1/namespaces/{_seg(namespace)}/secrets/{_seg(name)}")
-
-    def list_secrets(self, namespace: str, label_selector: str) -> list[Json]:
-        found = self._request(
-            "GET",
-            f"/api/v1/namespaces/{_seg(namespace)}/secrets",
-            query=[("labelSelector", label_selector)],
-        )
-        items = found.get("items")
-        if not isinstance(items, list):
-            raise KubeTemporaryError(f"list secrets in {namespace}: the answer has no items")
-        return [item for item in items if isinstance(item, dict)]
-
-    def delete_secret(self, namespace: str, name: str, uid: str) -> None:
-        if not uid:
-            raise ValueError("delete_secret needs the Secret's UID as a precondition")
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
-        self._request(
-            "DELETE", f"/api/v1/namespaces/{_seg(namespace)}/secrets/{_seg(name)}", body
         )

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from magicstick_host.domain.parsers import ParseError
-from magicstick_host.domain.parsers.netplan import dump_netplan_yaml
+from magicstick_host.ports.netplan_yaml import dump_netplan_yaml
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult
 from magicstick_host.sim.effects_log import record
 from magicstick_host.sim.entries import Tree

@@ -18,7 +18,8 @@ from typing import Any
 
 from magicstick_host.domain import netplan_entries as entries
 from magicstick_host.domain.parsers import ParseError
-from magicstick_host.domain.parsers.netplan import load_netplan_yaml, netplan_bool, netplan_int
+from magicstick_host.domain.parsers.netplan import netplan_bool, netplan_int
+from magicstick_host.ports.netplan_yaml import load_netplan_yaml
 from magicstick_host.sim.network_model import AccessPoint, SimInterface, SimNetwork
 
 NETPLAN_DIR = "etc/netplan"

@@ -15,10 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magicstick_host.domain.netplan_config import managed_network, render_managed
+from magicstick_host.domain.netplan_config import managed_document, managed_network
 from magicstick_host.domain.network_capability import InterfaceView
 from magicstick_host.domain.network_settings import NetworkSettings
-from magicstick_host.domain.parsers.netplan import load_netplan_yaml, netplan_network
+from magicstick_host.domain.parsers.netplan import netplan_network
+from magicstick_host.ports.netplan_yaml import load_netplan_yaml, render_managed
 from tests.network.test_parsers import _as_netplan_reads
 
 IPV4_KEYS = frozenset({"addresses", "routes", "gateway4", "dhcp4", "dhcp4-overrides",
@@ -153,7 +154,7 @@ def test_the_written_netplan_keeps_everything_else(data: st.DataObject) -> None:
     original = data.draw(_config())
     view, chosen = data.draw(_change(original))
     before = copy.deepcopy(original)
-    text = render_managed(managed_network(original, view, chosen))
+    text = render_managed(managed_document(managed_network(original, view, chosen)))
     assert original == before  # the input is not touched
     written = netplan_network(load_netplan_yaml(text))
     reads = _as_netplan_reads(original)
@@ -221,7 +222,7 @@ def test_the_real_netplan_generate_accepts_what_is_written(data: st.DataObject) 
         root = Path(tmp)
         (root / "etc/netplan").mkdir(parents=True)
         target = root / "etc/netplan/90-magicstick-network.yaml"
-        target.write_text(render_managed(managed_network(original, view, chosen)))
+        target.write_text(render_managed(managed_document(managed_network(original, view, chosen))))
         target.chmod(0o600)
         proc = netplan_generate(root)
         assert proc.returncode == 0, proc.stderr + target.read_text()

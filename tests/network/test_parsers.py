@@ -11,13 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from magicstick_host.domain.parsers import ParseError
-from magicstick_host.domain.parsers.netplan import (
-    dump_netplan_yaml,
-    load_netplan_yaml,
-    netplan_bool,
-    netplan_int,
-    netplan_network,
-)
+from magicstick_host.domain.parsers.netplan import netplan_bool, netplan_int, netplan_network
 from magicstick_host.domain.parsers.network import (
     decode_iw_ssid,
     parse_default_routes,
@@ -26,6 +20,7 @@ from magicstick_host.domain.parsers.network import (
     parse_iw_scan,
     ssid_text,
 )
+from magicstick_host.ports.netplan_yaml import dump_netplan_yaml, load_netplan_yaml
 from magicstick_host.sim.network import iw_escape
 from tests.parsers.strategies import garbage
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from magicstick_host.domain.parsers.netplan import load_netplan_yaml, netplan_network
+from magicstick_host.domain.parsers.netplan import netplan_network
 from magicstick_host.domain.parsers.network import parse_default_routes, parse_ip_addresses
+from magicstick_host.ports.netplan_yaml import load_netplan_yaml
 from magicstick_host.sim.network_live import merge_netplan
 from magicstick_host.sim.network_scenarios import NETWORK_SCENARIOS
 from magicstick_host.sim.writer import load_host

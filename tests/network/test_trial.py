@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from magicstick_host.domain.network_trial import success_problems
-from magicstick_host.effects import network_trial as steps
-from magicstick_host.network_rollback import run_boot_recovery, run_deadline_rollback
+from magicstick_host.network import trial_steps as steps
+from magicstick_host.network.rollback import run_boot_recovery, run_deadline_rollback
 from magicstick_host.sim.faults import SimulatedCrash
 from magicstick_host.sim.network import GENERATE_FAILS
 from magicstick_host.sim.writer import load_host, write_host
@@ -218,3 +218,13 @@ def test_a_busy_trial_lock_is_reported_not_waited_for_forever(tmp_path: Path) ->
         result = run_deadline_rollback(deps)
     assert result.exit_code == 75
     assert run_deadline_rollback(t.deps()).trial.outcome == "rolled-back"  # type: ignore[union-attr]
+
+
+def test_the_effects_name_the_same_netplan_paths_as_the_evidence() -> None:
+    """effects/network.py keeps its own copy of the paths (effects import no domain module)."""
+    from magicstick_host.domain import network_evidence
+    from magicstick_host.effects import network as effects
+
+    assert effects.NETPLAN_DIR == network_evidence.NETPLAN_DIR
+    assert effects.MANAGED_NETPLAN_NAME == network_evidence.MANAGED_NETPLAN_NAME
+    assert effects.MAX_NETPLAN_FILE_BYTES == network_evidence.MAX_NETPLAN_FILE_BYTES

@@ -7,17 +7,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from magicstick_host.domain.netplan_config import managed_network, render_managed
+from magicstick_host.domain.netplan_config import managed_document, managed_network
 from magicstick_host.domain.network_settings import NetworkSettings, check_configure_settings
 from magicstick_host.domain.network_trial import TrialRecord
-from magicstick_host.effects import network_trial as steps
-from magicstick_host.effects.network_trial import TrialPorts
-from magicstick_host.network_rollback import (
+from magicstick_host.network import trial_steps as steps
+from magicstick_host.network.rollback import (
     RollbackDeps,
     RollbackResult,
     run_boot_recovery,
     run_deadline_rollback,
 )
+from magicstick_host.network.trial_steps import TrialPorts
 from magicstick_host.ports.network_store import NetworkStore
 from magicstick_host.sim.boot import boot_host
 from magicstick_host.sim.faults import SimulatedCrash
@@ -82,8 +82,8 @@ class Trial:
             saved = self.store.read_settings()
             assert saved is not None
             secret = NetworkSettings.from_secret_json(saved)
-            text = render_managed(managed_network(inv.effective, view, secret))
-            trial = steps.write_and_generate(self.ports, trial, text)
+            document = managed_document(managed_network(inv.effective, view, secret))
+            trial = steps.write_and_generate(self.ports, trial, document)
             if trial.finished:
                 return trial
             return steps.apply_with_deadline(self.ports, trial, load_host(self.root).boot_id)

@@ -31,9 +31,9 @@ from magicstick_host.domain.network_trial import (
     TrialAction,
     TrialRecord,
 )
-from magicstick_host.effects import network_trial as steps
-from magicstick_host.effects.network_trial import TrialPorts
 from magicstick_host.errors import ExitCode, LockBusyError
+from magicstick_host.network import trial_steps as steps
+from magicstick_host.network.trial_steps import TrialPorts
 from magicstick_host.ports.network_store import NetworkStoreError
 
 # longer than the longest trial step the tick runs under the lock (netplan apply: 45 s)

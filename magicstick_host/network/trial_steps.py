@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from magicstick_host.domain import network_trial as trials
 from magicstick_host.domain.network_evidence import MANAGED_NETPLAN_NAME
@@ -77,19 +78,22 @@ def begin(
     if backed is None:
         return None, detail
     trial = trials.new_trial(request_id=request_id, request_uid=request_uid,
-                             settings=settings, boot_id=boot_id, backup=backed,
+                             settings=settings, boot_id=boot_id,
+                             backup=[trials.BackedUpFile(*item) for item in backed],
                              cluster_addresses=cluster_addresses, wall=ports.clock.now().wall)
     ports.crash("before-record")
     return _save(store, trial), detail
 
 
-def write_and_generate(ports: TrialPorts, trial: TrialRecord, text: str) -> TrialRecord:
+def write_and_generate(
+    ports: TrialPorts, trial: TrialRecord, document: dict[str, Any]
+) -> TrialRecord:
     """Write the managed file (replacing every backed-up file) and `netplan generate`. A
     failure restores the backup (generate only: nothing was applied) and ends the trial."""
     store = ports.store
     trial = _save(store, trials.advance(trial, "writing", ports.clock.now().wall))
     ports.crash("before-write")
-    digest, detail = effects.write_managed(ports.files, text, sorted(trial.backed_up_names))
+    digest, detail = effects.write_managed(ports.files, document, sorted(trial.backed_up_names))
     if digest is None:
         return restore(ports, trial, apply=False, by="tick",
                        message=f"The new network configuration could not be written ({detail}); "
@@ -107,15 +111,19 @@ def write_and_generate(ports: TrialPorts, trial: TrialRecord, text: str) -> Tria
     return trial
 
 
-def apply_with_deadline(ports: TrialPorts, trial: TrialRecord, boot_id: str) -> TrialRecord:
-    """Record the deadline, arm the rollback timer, `netplan apply`. The trial then awaits its
-    confirmation; a failed apply is rolled back at once."""
+def apply_with_deadline(
+    ports: TrialPorts, trial: TrialRecord, boot_id: str, deadline: trials.Deadline | None = None
+) -> TrialRecord:
+    """Record the deadline (`deadline`, else the confirmation window from now), arm the
+    rollback timer for it, `netplan apply`. The trial then awaits its confirmation; a failed
+    apply is rolled back at once."""
     store = ports.store
     now = ports.clock.now()
-    deadline = trials.deadline_for(boot_id, now.boottime, now.wall)
+    deadline = deadline or trials.deadline_for(boot_id, now.boottime, now.wall)
     trial = _save(store, trials.advance(trial, "applying", now.wall, deadline=deadline))
     ports.crash("before-arm")
-    armed, detail = effects.arm_rollback_timer(ports.runner, trials.CONFIRMATION_S)
+    window = max(1.0, deadline.boottime - now.boottime)
+    armed, detail = effects.arm_rollback_timer(ports.runner, window)
     if not armed:
         return restore(ports, trial, apply=False, by="tick",
                        message=f"The independent rollback could not be armed ({detail}); the "
@@ -155,7 +163,8 @@ def restore(
         text = CONCURRENT_MESSAGE.format(names=", ".join(unknown), backup=store.backup_path)
         return finish(ports, trial, "failed", by, text)
     ports.crash("before-restore")
-    ok, detail = effects.restore_netplan(files, store, trial)
+    ok, detail = effects.restore_netplan(files, store,
+                                       [(f.name, f.sha256, f.mode) for f in trial.backup])
     if not ok:
         return finish(ports, trial, "failed", by,
                       f"The previous network configuration could not be restored: {detail}")
