@@ -13,6 +13,7 @@ import click
 from magicstick_host.cli.history_cmd import history_command
 from magicstick_host.cli.inspect_cmd import inspect_command
 from magicstick_host.cli.journal import say
+from magicstick_host.cli.network_cmd import network_recovery_command, network_rollback_command
 from magicstick_host.cli.options import EXIT_CODES_HELP
 from magicstick_host.cli.sim_cmd import sim_group
 from magicstick_host.cli.status_cmd import recover_command, status_command
@@ -39,6 +40,9 @@ cli.add_command(status_command)
 cli.add_command(recover_command)
 cli.add_command(history_command)
 cli.add_command(sim_group)
+# the network trial's way back, run by systemd (units/magicstick-host-network-*.service)
+cli.add_command(network_rollback_command)
+cli.add_command(network_recovery_command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

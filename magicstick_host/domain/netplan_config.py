@@ -107,8 +107,9 @@ def _set_access_point(entry: dict[str, Any], s: NetworkSettings) -> None:
         ap["hidden"] = True
     else:
         ap.pop("hidden", None)
-    points[s.ssid] = ap
-    entry["access-points"] = points
+    # the chosen network first: the Wi-Fi daemon tries the networks in the order netplan
+    # writes them, and the first one is what the interface reports as configured
+    entry["access-points"] = {s.ssid: ap, **{k: v for k, v in points.items() if k != s.ssid}}
 
 
 def _set_or_drop(holder: dict[str, Any], key: str, value: Any) -> None:

@@ -230,7 +230,7 @@ def _awaiting(trial: TrialRecord, problems: list[str], confirmation: str | None,
               request_id: str) -> str:
     deadline = trial.deadline.wall if trial.deadline else "its deadline"
     if confirmation == request_id:
-        return (f"Confirmed; waiting until {'; '.join(problems)} (until {deadline}, then the "
-                "previous configuration comes back).")
+        return (f"Confirmed, but {'; '.join(problems)}. The change is kept only if that "
+                f"clears before {deadline}; otherwise the previous configuration comes back.")
     return (f"The new network settings are active. Confirm them before {deadline}, or the "
             "previous configuration comes back by itself.")

@@ -146,7 +146,7 @@ def test_confirmation_keeps_only_when_every_check_holds() -> None:
     assert isinstance(step(awaiting, confirmation=REQUEST), Keep)
     assert isinstance(step(awaiting, confirmation="f" * 32), AwaitConfirmation)
     held = step(awaiting, confirmation=REQUEST, problems=["enp2s0 has no IPv4 address"])
-    assert isinstance(held, AwaitConfirmation) and "Confirmed; waiting" in held.message
+    assert isinstance(held, AwaitConfirmation) and "Confirmed, but" in held.message
     late = step(awaiting, confirmation=REQUEST, problems=["the cluster address is lost"],
                 boottime=281.0)
     assert isinstance(late, RestoreNow) and late.apply and "cluster address" in late.message
