@@ -33,7 +33,12 @@ from magicstick_host.domain.network_request import (
 )
 from magicstick_host.domain.network_trial import TrialRecord
 from magicstick_host.domain.offers import HOST_BUSY
-from magicstick_host.domain.operations.network_common import NETWORK_INVENTORY, NETWORK_TRIAL
+from magicstick_host.domain.operations.network_common import (
+    NETWORK_INVENTORY,
+    NETWORK_SCAN_AT,
+    NETWORK_SETTINGS_KEPT,
+    NETWORK_TRIAL,
+)
 from magicstick_host.domain.state import Operation
 from magicstick_host.errors import KubeError, LockBusyError
 from magicstick_host.network.trial_steps import clean_after_end
@@ -88,8 +93,12 @@ def network_capabilities(
     scan = store.load_scan()
     if scan is not None:
         section["scan"] = scan
-    capabilities: dict[str, Any] = {"network": section, NETWORK_INVENTORY: inventory,
-                                    NETWORK_TRIAL: trial}
+    capabilities: dict[str, Any] = {
+        "network": section, NETWORK_INVENTORY: inventory, NETWORK_TRIAL: trial,
+        # whether the read-network-request step got as far as keeping the approved settings
+        NETWORK_SETTINGS_KEPT: store.settings_present(),
+        NETWORK_SCAN_AT: str((scan or {}).get("observedAt", "")),
+    }
     busy = problem or trial_blocks(trial)
     if busy:
         capabilities[HOST_BUSY] = busy

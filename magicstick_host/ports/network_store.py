@@ -199,6 +199,10 @@ class NetworkStore:
             raise NetworkStoreError(f"{self._path(SETTINGS_FILE)}: not an object")
         return doc
 
+    def settings_present(self) -> bool:
+        """Whether the approved settings are kept (without reading them)."""
+        return self._path(SETTINGS_FILE).is_file()
+
     def remove_settings(self) -> None:
         self._remove(SETTINGS_FILE)
 

@@ -37,6 +37,43 @@ MERGE = "application/merge-patch+json"
 SECRETS = f"/api/v1/namespaces/{SECRET_NAMESPACE}/secrets"
 
 
+def create_network_secret(w: World, request_id: str, settings: Any,
+                          **overrides: Any) -> dict[str, Any]:
+    """As the dashboard does: immutable, typed, labelled for the request and the node."""
+    body: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": f"host-network-{request_id}", "namespace": SECRET_NAMESPACE,
+                     "labels": {REQUEST_ID_LABEL: request_id, NODE_LABEL: w.node_uid}},
+        "immutable": True,
+        "type": SECRET_TYPE,
+        "data": {"settings.json": base64.b64encode(json.dumps(settings).encode()).decode()},
+    }
+    for key, value in overrides.items():
+        if key == "labels":
+            body["metadata"]["labels"] = value
+        else:
+            body[key] = value
+    code, out = w.kube.request("POST", SECRETS, body, user="dashboard")
+    assert code == 201, out
+    assert isinstance(out, dict)
+    return out
+
+
+def request_network(w: World, settings: Any, *, action: str = "configure-network",
+                    uid: str | None = None, secret: dict[str, Any] | None = None,
+                    **spec: Any) -> str:
+    """The request Secret, then the HostOperation approved against the published network id
+    (the report must be published). Returns the requestId."""
+    report = w.report()
+    assert report is not None, "no report published"
+    request_id = random_hex(32)
+    created = create_network_secret(w, request_id, settings, **(secret or {}))
+    ref = {"name": created["metadata"]["name"], "uid": uid or created["metadata"]["uid"]}
+    w.create_request(action, requestId=request_id, planId=report["network"]["id"],
+                     networkRef=ref, **spec)
+    return request_id
+
+
 class NetworkWorld(World):
     def __init__(self, tmp: Path, kube: Any, scenario: str, cluster_ip: str) -> None:
         super().__init__(tmp, kube, scenario)
@@ -62,23 +99,7 @@ class NetworkWorld(World):
         return network
 
     def create_secret(self, request_id: str, settings: Any, **overrides: Any) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": f"host-network-{request_id}", "namespace": SECRET_NAMESPACE,
-                         "labels": {REQUEST_ID_LABEL: request_id, NODE_LABEL: self.node_uid}},
-            "immutable": True,
-            "type": SECRET_TYPE,
-            "data": {"settings.json": base64.b64encode(json.dumps(settings).encode()).decode()},
-        }
-        for key, value in overrides.items():
-            if key == "labels":
-                body["metadata"]["labels"] = value
-            else:
-                body[key] = value
-        code, out = self.kube.request("POST", SECRETS, body, user="dashboard")
-        assert code == 201, out
-        assert isinstance(out, dict)
-        return out
+        return create_network_secret(self, request_id, settings, **overrides)
 
     def secret(self, request_id: str) -> dict[str, Any] | None:
         code, out = self.kube.request("GET", f"{SECRETS}/host-network-{request_id}")
@@ -91,13 +112,8 @@ class NetworkWorld(World):
     ) -> str:
         """What the dashboard does for one change: the Secret, then the HostOperation with the
         network id it showed. Returns the requestId."""
-        network = self.network()
-        request_id = random_hex(32)
-        created = self.create_secret(request_id, settings, **(secret or {}))
-        ref = {"name": created["metadata"]["name"], "uid": uid or created["metadata"]["uid"]}
-        self.create_request(action, requestId=request_id, planId=network["id"],
-                            networkRef=ref, **spec)
-        return request_id
+        self.tick()
+        return request_network(self, settings, action=action, uid=uid, secret=secret, **spec)
 
     def confirm(self, request_id: str) -> None:
         path = (f"/apis/appliance.magicstick.dev/v1alpha1/namespaces/{NAMESPACE}/"

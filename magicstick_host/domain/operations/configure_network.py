@@ -173,7 +173,7 @@ def classify(op: Operation, now: Situation) -> ClassifiedStep | Wait:
     step = op.open_step
     assert step is not None
     if step.name == common.READ_REQUEST:
-        return common.interrupted_reading(op)
+        return common.classify_reading(op, now, then=Phase.APPLYING, message=APPLYING_MESSAGE)
     trial = common.trial_of(now)
     if trial is None or trial.request_id != op.request_id:
         return ClassifiedStep("unknown", "no trial record: nothing was changed",

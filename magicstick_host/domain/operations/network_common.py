@@ -34,6 +34,8 @@ from magicstick_host.domain.state import Operation
 
 NETWORK_INVENTORY = "networkInventory"
 NETWORK_TRIAL = "networkTrial"
+NETWORK_SETTINGS_KEPT = "networkSettingsKept"
+NETWORK_SCAN_AT = "networkScanAt"
 READ_REQUEST = "read-network-request"
 REQUEST_FIELDS = frozenset({"networkRef"})
 
@@ -152,7 +154,13 @@ def read_request(op: Operation, now: Situation, *, then: Phase, message: str) ->
     )
 
 
-def interrupted_reading(op: Operation) -> ClassifiedStep:
+def classify_reading(op: Operation, now: Situation, *, then: Phase,
+                     message: str) -> ClassifiedStep:
+    """The Secret step has no outcome: its effect keeps the approved settings before it deletes
+    the Secret, so kept settings mean it got through; otherwise it is never repeated."""
+    if now.capabilities.get(NETWORK_SETTINGS_KEPT) is True:
+        return ClassifiedStep("classified-done", "the approved settings are kept",
+                              SetPhase(then, message))
     return ClassifiedStep(
         "unknown",
         "the worker stopped while it read the request Secret",

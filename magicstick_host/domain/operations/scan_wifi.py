@@ -17,11 +17,12 @@ from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
 
 SCAN_STEP = "scan-wifi"
+SCANNING = "Preparing: scanning for Wi-Fi networks."
+SCANNED = "The Wi-Fi scan finished; the networks found are in the host report."
 
 
 def accepted(op: Operation, now: Situation) -> Decision:
-    return common.read_request(op, now, then=Phase.PREPARING,
-                               message="Preparing: scanning for Wi-Fi networks.")
+    return common.read_request(op, now, then=Phase.PREPARING, message=SCANNING)
 
 
 def preparing(op: Operation, now: Situation) -> Decision:
@@ -29,7 +30,7 @@ def preparing(op: Operation, now: Situation) -> Decision:
         step=SCAN_STEP,
         inputs={"requestId": op.request_id},
         phase_on_done=Phase.SUCCEEDED,
-        message_on_done="The Wi-Fi scan finished; the networks found are in the host report.",
+        message_on_done=SCANNED,
         message_on_failure="The Wi-Fi scan failed:",
     )
 
@@ -38,7 +39,12 @@ def classify(op: Operation, now: Situation) -> ClassifiedStep:
     step = op.open_step
     assert step is not None
     if step.name == common.READ_REQUEST:
-        return common.interrupted_reading(op)
+        return common.classify_reading(op, now, then=Phase.PREPARING, message=SCANNING)
+    scanned_at = now.capabilities.get(common.NETWORK_SCAN_AT) or ""
+    if scanned_at >= step.started_at:
+        # the scan saved its result after the step began: it ran; nothing is scanned again
+        return ClassifiedStep("classified-done", f"a scan result from {scanned_at} is saved",
+                              SetPhase(Phase.SUCCEEDED, SCANNED))
     return ClassifiedStep(
         "unknown",
         "the worker stopped during the scan",
