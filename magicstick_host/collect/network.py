@@ -28,6 +28,7 @@ from magicstick_host.domain.parsers.network import (
     parse_ip_addresses,
     parse_iw_link,
 )
+from magicstick_host.errors import MagicstickError
 from magicstick_host.ports.hostfs import HostFS, HostReadError
 from magicstick_host.ports.netplan_yaml import load_netplan_yaml
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult, CommandRunner
@@ -153,8 +154,9 @@ def _is_symlink(fs: HostFS, path: str) -> bool:
 def _run(runner: CommandRunner, argv: tuple[str, ...], timeout: float) -> CommandResult:
     try:
         return runner.run(argv, timeout=timeout)
-    except OSError as exc:
-        return CommandResult(argv, NOT_FOUND, "", str(exc) or "failed to start")
+    except (OSError, ValueError, MagicstickError) as exc:
+        # it could not run (or a simulated host cannot be read): a gap, never a crash
+        return CommandResult(argv, NOT_FOUND, "", str(exc)[:200] or "failed to start")
 
 
 def _parsed(result: CommandResult, problems: list[str], parser: Callable[[str], T]) -> T | None:
