@@ -266,6 +266,7 @@ def network_demo(work: Path, server: KubeServer, cluster: KubeCluster) -> str:
                            "security": "wpa-psk", "password": "not the key at all",
                            "hidden": False, "metric": 600})
     until(wifi, "AwaitingConfirmation")
+    wifi.tick(quiet=True)  # the report of the tick after `netplan apply`
     wlp = next(i for i in wifi.report()["network"]["interfaces"] if i["name"] == "wlp3s0")
     print(f"  wlp3s0 now: connected to {wlp.get('connectedSsid') or 'nothing'}, addresses "
           f"{wlp['addresses'] or 'none'}")
