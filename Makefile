@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= $(CURDIR)/.demo
 
-.PHONY: help install test test-archive check lint typecheck demo apiserver apiserver-build bench clean
+.PHONY: help install test test-tools test-archive check lint typecheck demo apiserver apiserver-build bench clean
 
 help:
 	@echo "make demo       set up, then run the demo against a simulated Strix Halo host"
@@ -22,7 +22,26 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
 
-test: $(STAMP)
+# System tools the suite runs for real and that pip cannot provide: the network trial's tests
+# run `netplan generate --root-dir` (package netplan.io) and `ip` (iproute2) on what the worker
+# writes. Installed with apt where missing (root); otherwise the test target stops here.
+TEST_TOOLS := netplan:netplan.io ip:iproute2
+
+test-tools:
+	@missing=""; for pair in $(TEST_TOOLS); do \
+	  command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing$$missing (needed by the network tests)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing \
+	      || { apt-get update && DEBIAN_FRONTEND=noninteractive \
+	           apt-get install -y --no-install-recommends $$missing; }; \
+	  else \
+	    echo "the tests need$$missing: run 'sudo apt-get install -y$$missing'" >&2; exit 1; \
+	  fi; \
+	fi
+
+test: $(STAMP) test-tools
 	$(BIN)/python tests/kubeserver/build.py
 	$(BIN)/pytest -q
 	$(MAKE) --no-print-directory test-archive

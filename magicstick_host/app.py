@@ -20,6 +20,7 @@ from magicstick_host.ports.runner import NOT_FOUND, CommandResult, CommandRunner
 from magicstick_host.profile_store import default_profiles_dir, load_profiles
 
 if TYPE_CHECKING:
+    from magicstick_host.network.rollback import RollbackDeps
     from magicstick_host.ports.kube import KubePort
     from magicstick_host.ports.state_store import StateStore
     from magicstick_host.tick import CrashHook, TickDeps
@@ -363,3 +364,35 @@ def recover(state_dir: str, node_name: str) -> str:
         f"Recovered: archived {what} into the journal; the worker accepts new requests "
         f"again.{aside}"
     )
+
+
+# -- the network trial's own way back (network.md): network-rollback, network-recovery ----
+
+
+def rollback_deps(root: str, state_dir: str, executor: str) -> RollbackDeps:
+    """The adapters of `network-rollback` and `network-recovery`: the host under `root`, the
+    trial's store in `state_dir`, netplan run for real (`--root /`) or by the simulator."""
+    from magicstick_host.errors import BadInputError
+    from magicstick_host.network.rollback import RollbackDeps
+    from magicstick_host.network.trial_steps import TrialPorts
+    from magicstick_host.ports.hostfs import HostReadError
+
+    runner: CommandRunner
+    if executor == "real":
+        if os.path.realpath(root) != "/":
+            raise BadInputError("--executor real acts on this machine, so it needs --root /")
+        runner = RealRunner()
+    else:
+        if not is_sim_root(root):
+            raise BadInputError(f"--executor sim needs a simulated host root; {root} is not one")
+        runner = simulator().runner.SimRunner(Path(root))
+    fs = RootedHostFS(root)
+
+    def boot_id() -> str | None:
+        try:
+            return fs.read_text("/proc/sys/kernel/random/boot_id").strip() or None
+        except HostReadError:
+            return None
+
+    ports = TrialPorts(root=root, state_dir=Path(state_dir), runner=runner, clock=RealClock())
+    return RollbackDeps(ports=ports, boot_id=boot_id)

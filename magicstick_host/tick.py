@@ -48,6 +48,7 @@ from magicstick_host.errors import (
     MagicstickError,
     WaitingError,
 )
+from magicstick_host.network.view import network_capabilities
 from magicstick_host.ports.clock import Clock, Instant
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.kube import KubePort
@@ -108,7 +109,9 @@ class Tick:
             return TickResult(why, (WaitingError(why),), conditions=(waiting,), complete=False)
         state = self.d.store.load() or State()
         now = self.d.clock.now()
+        cluster = self.read_cluster(state)
         self.capabilities = host_capabilities(ev, self.d.profiles, self.d.limits)
+        self.capabilities.update(network_capabilities(self.d, state.operation, ev, cluster, now))
         self.inspection = build_inspection(
             ev,
             self.d.profiles,
@@ -117,7 +120,6 @@ class Tick:
             root=self.d.root,
             capabilities=self.capabilities,
         )
-        cluster = self.read_cluster(state)
         state = self.supervise(state, ev, now, cluster)
         state = self.intake(state, ev, now, cluster)
         state = self.advance(state, ev, now, cluster)
@@ -379,7 +381,7 @@ class Tick:
             work_dir=store.directory,
             log_path=store.op_log_path,
             playbook_timeout_s=self.d.limits.playbook_timeout_s,
-            heartbeat=heartbeat,
+            heartbeat=heartbeat, clock=self.d.clock, crash=self.d.crash,
         )
 
     # -- helpers ------------------------------------------------------------------------------

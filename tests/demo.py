@@ -7,7 +7,8 @@ dashboard see.
 1. restart: a reboot request, its one orderly shutdown, the new boot;
 2. prepare-gpu: an `available` host gets the reviewed kernel, restarts once, hands the GPU to
    the runtime and registers it;
-3. GPU memory: a bigger firmware carve-out and a dynamic limit, across two restarts.
+3. GPU memory: a bigger firmware carve-out and a dynamic limit, across two restarts;
+4. network: a DHCP→static change confirmed in time, and a wrong Wi-Fi key rolled back.
 """
 
 from __future__ import annotations
@@ -172,6 +173,118 @@ def memory_demo(work: Path, server: KubeServer, cluster: KubeCluster) -> str:
     return phase
 
 
+# -- 4. network (network.md): a confirmed change and a rolled-back one ----------------------
+
+
+def network_request(host: DemoHost, settings: dict[str, Any]) -> str:
+    """The dashboard: the request Secret (the settings, with any password), then the
+    HostOperation that names it, approved against the published network id."""
+    import base64
+
+    from magicstick_host.domain.network_request import (
+        NODE_LABEL,
+        REQUEST_ID_LABEL,
+        SECRET_NAMESPACE,
+        SECRET_TYPE,
+    )
+
+    network = host.report()["network"]
+    request_id = secrets.token_hex(16)
+    secret = {"apiVersion": "v1", "kind": "Secret", "immutable": True, "type": SECRET_TYPE,
+              "metadata": {"name": f"host-network-{request_id}", "namespace": SECRET_NAMESPACE,
+                           "labels": {REQUEST_ID_LABEL: request_id, NODE_LABEL: host.uid}},
+              "data": {"settings.json": base64.b64encode(json.dumps(settings).encode()).decode()}}
+    code, created = host.cluster.request("POST", f"/api/v1/namespaces/{SECRET_NAMESPACE}/secrets",
+                                         secret, user="dashboard")
+    assert code == 201, created
+    shown = {k: ("***" if k == "password" else v) for k, v in settings.items()}
+    print(f"  dashboard created Secret {SECRET_NAMESPACE}/host-network-{request_id[:8]}…: "
+          f"{json.dumps(shown)}")
+    host.request("configure-network", requestId=request_id, planId=network["id"],
+                 networkRef={"name": created["metadata"]["name"],
+                             "uid": created["metadata"]["uid"]})
+    return request_id
+
+
+def network_host(work: Path, server: KubeServer, cluster: KubeCluster, node: str,
+                 scenario: str, address: str) -> DemoHost:
+    host = DemoHost(work, server, cluster, node, scenario)
+    cluster.request("PATCH", f"/api/v1/nodes/{node}/status",
+                    {"status": {"addresses": [{"type": "InternalIP", "address": address}]}},
+                    content_type="application/merge-patch+json")
+    host.tick(quiet=True)
+    for i in host.report()["network"]["interfaces"]:
+        print(f"  {i['name']:<7} {i['kind']:<8} {i['configuredMode']:<6} "
+              f"{','.join(i['addresses']) or '-':<18} cluster {i['clusterAddresses'] or '-'}")
+    return host
+
+
+def until(host: DemoHost, phase: str, max_ticks: int = 8) -> dict[str, Any]:
+    for _ in range(max_ticks):
+        host.tick(quiet=True)
+        status = host.status()
+        message = textwrap.shorten(status.get("message", ""), 110)
+        print(f"  tick -> {status.get('phase')}: {message}")
+        if status.get("phase") == phase:
+            return status
+    raise SystemExit(f"the network demo never reached {phase}")
+
+
+def power_loss(host: DemoHost) -> None:
+    """The power goes during the trial: at boot the recovery runs before the network starts."""
+    from magicstick_host.sim.network import boot_network, start_network
+    from magicstick_host.sim.writer import write_host
+
+    cli("sim", "boot", str(host.root))
+    sim = load_host(host.root)
+    boot_network(sim)
+    write_host(sim, host.root)
+    cli("network-recovery", "--root", str(host.root), "--executor", "sim", "--state-dir",
+        str(host.state))
+    sim = load_host(host.root)
+    start_network(sim)
+    write_host(sim, host.root)
+    host.cluster.set_node_info(host.node, boot_id=sim.boot_id, kernel=sim.kernel.release)
+
+
+def network_demo(work: Path, server: KubeServer, cluster: KubeCluster) -> str:
+    banner("4a. network: enp1s0 from DHCP to a static address, confirmed in time")
+    host = network_host(work, server, cluster, "strix-net", "network-ethernet-dhcp",
+                        "192.168.1.50")
+    request_id = network_request(host, {
+        "interface": "enp1s0", "mode": "static", "address": "192.168.1.50/24",
+        "gateway": "192.168.1.1", "dns": ["192.168.1.1"], "metric": 100})
+    status = until(host, "AwaitingConfirmation")
+    print(f"  status.confirmationDeadline: {status['confirmationDeadline']}")
+    host.cluster.request("PATCH", host.cluster.hostoperations_path(host.name),
+                         {"metadata": {"annotations": {
+                             "appliance.magicstick.dev/network-confirmed": request_id}}},
+                         user="dashboard", content_type="application/merge-patch+json")
+    print("  dashboard confirmed: appliance.magicstick.dev/network-confirmed")
+    confirmed = until(host, "Succeeded")["phase"]
+    print(f"  /etc/netplan now: {sorted(p.name for p in (host.root / 'etc/netplan').iterdir())}")
+
+    banner("4b. network: a wrong Wi-Fi key on the cluster's Wi-Fi, and a power cut before "
+           "anyone confirms")
+    wifi = network_host(work, server, cluster, "strix-wifi", "network-wifi-cluster",
+                        "192.168.1.60")
+    before = {p.name: p.read_bytes() for p in (wifi.root / "etc/netplan").iterdir()}
+    network_request(wifi, {"interface": "wlp3s0", "mode": "dhcp", "ssid": "Home",
+                           "security": "wpa-psk", "password": "not the key at all",
+                           "hidden": False, "metric": 600})
+    until(wifi, "AwaitingConfirmation")
+    wifi.tick(quiet=True)  # the report of the tick after `netplan apply`
+    wlp = next(i for i in wifi.report()["network"]["interfaces"] if i["name"] == "wlp3s0")
+    print(f"  wlp3s0 now: connected to {wlp.get('connectedSsid') or 'nothing'}, addresses "
+          f"{wlp['addresses'] or 'none'}")
+    power_loss(wifi)
+    rolled_back = until(wifi, "RolledBack")["phase"]
+    after = {p.name: p.read_bytes() for p in (wifi.root / "etc/netplan").iterdir()}
+    print(f"  /etc/netplan byte for byte as before: {after == before}")
+    ok = confirmed == "Succeeded" and rolled_back == "RolledBack" and after == before
+    return "Succeeded" if ok else "Failed"
+
+
 def main(argv: list[str]) -> int:
     work = Path(argv[0] if argv else ".demo").resolve()
     shutil.rmtree(work, ignore_errors=True)
@@ -186,6 +299,7 @@ def main(argv: list[str]) -> int:
             "restart": restart_demo(work, server, cluster),
             "prepare-gpu": prepare_demo(work, server, cluster),
             "gpu memory": memory_demo(work, server, cluster),
+            "network": network_demo(work, server, cluster),
         }
     banner("done: " + ", ".join(f"{k} {v}" for k, v in results.items()))
     return 0 if all(v == "Succeeded" for v in results.values()) else 1

@@ -28,6 +28,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sim": ("magicstick_host.cli.sim_cmd", "sim_group"),
     # host convergence beside the worker (issue 14)
     "converge": ("magicstick_host.cli.converge_cmd", "converge_command"),
+    # the network trial's way back, run by systemd (units/magicstick-host-network-*.service)
+    "network-rollback": ("magicstick_host.cli.network_cmd", "network_rollback_command"),
+    "network-recovery": ("magicstick_host.cli.network_cmd", "network_recovery_command"),
 }
 
 

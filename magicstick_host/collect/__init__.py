@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from magicstick_host.collect.kfd import collect_dev_kfd, collect_kfd_nodes
+from magicstick_host.collect.network import collect_network
 from magicstick_host.collect.nvidia import collect_nvidia
 from magicstick_host.collect.os_kernel import (
     collect_arch,
@@ -64,6 +65,7 @@ def collect_evidence(
         packages=collect_packages(r, package_names, kernel.release),
         nvidia=collect_nvidia(r, runner, pci),
         services=collect_services(r, cmdline),
+        network=collect_network(fs, runner),
     )
     # the unknowns are complete only once every area above has been read
     return replace(evidence, unknowns=tuple(r.unknowns))

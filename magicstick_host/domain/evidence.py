@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from magicstick_host.domain.network_evidence import NetworkEvidence
+
 STRIX_HALO_VENDOR = "1002"
 STRIX_HALO_DEVICE = "1586"
 STRIX_HALO_ID = f"{STRIX_HALO_VENDOR}:{STRIX_HALO_DEVICE}"
@@ -218,6 +220,8 @@ class Evidence:
     nvidia: NvidiaInfo = field(default_factory=NvidiaInfo)
     services: ServicesInfo = field(default_factory=ServicesInfo)
     unknowns: tuple[Unknown, ...] = ()
+    # interfaces, routes, netplan and Wi-Fi links (network.md); None: not collected
+    network: NetworkEvidence | None = None
 
     def unknown(self, prefix: str) -> tuple[Unknown, ...]:
         """The unknowns at or below a dotted path, e.g. "pci" or "os.version_id"."""

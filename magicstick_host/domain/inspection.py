@@ -66,4 +66,6 @@ def build_inspection(
         "nvidia": nvidia_health(ev),
         "actions": available_actions(ev, caps, operation_active=operation_active),
         "unknowns": [{"field": u.field, "reason": u.reason} for u in ev.unknowns],
+        # the tick's network section (it needs the Node and the state directory)
+        **({"network": caps["network"]} if "network" in caps else {}),
     }

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from magicstick_host.domain.limits import Limits
+from magicstick_host.domain.offers import HOST_BUSY
 from magicstick_host.domain.operations.registry import (
     FOREIGN_ACTIONS,
     NOT_YET_ACTIONS,
@@ -97,6 +98,9 @@ def review_request(obj: dict[str, Any], state: State, host: HostFacts, limits: L
             "A shutdown is already scheduled on this host; no new operation starts until it has "
             "happened or been cancelled."
         )
+    busy = host.capabilities.get(HOST_BUSY)
+    if busy:
+        return reject(str(busy))
     problem = _spec_problem(spec, action, request_id, state, host, limits, meta)
     if problem is not None:
         return reject(problem)

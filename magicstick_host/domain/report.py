@@ -51,8 +51,9 @@ def unavailable_section(kind: str, node_uid: str, message: str) -> dict[str, Any
 
 NOT_YET = {
     "modelCache": "Model cache cleanup is not available from this host worker version.",
-    "network": "Network settings are not available from this host worker version.",
 }
+# the tick always puts the network section into the inspection (network/view.py)
+NETWORK_UNREAD = "The network of this host was not inspected by this tick."
 
 
 def blocked_view(section: dict[str, Any], block: Block) -> dict[str, Any]:
@@ -76,6 +77,8 @@ def build_report(
     sections: dict[str, dict[str, Any]] = {
         "plan": inspection["plan"],
         "gpuMemory": inspection["gpuMemory"],
+        "network": inspection.get("network")
+        or unavailable_section("network", node_uid, NETWORK_UNREAD),
         **{
             kind: inspection.get(kind) or unavailable_section(kind, node_uid, message)
             for kind, message in NOT_YET.items()

@@ -27,6 +27,9 @@ def to_json(value: Any) -> Any:
 def evidence_to_json(ev: Evidence) -> dict[str, Any]:
     doc = to_json(ev)
     assert isinstance(doc, dict)
+    # the raw network evidence holds the netplan files, Wi-Fi keys included: never printed
+    # (the `network` section says what may be shown)
+    doc.pop("network", None)
     # derived values a reader would otherwise recompute by hand
     doc["pci"]["displayGpus"] = list(ev.pci.display_ids)
     doc["memory"]["memTotalMi"] = ev.memory.mem_total_mi

@@ -18,6 +18,7 @@ from magicstick_host.effects.module import activate_module
 from magicstick_host.effects.playbook import run_playbook
 from magicstick_host.effects.shutdown import schedule_shutdown
 from magicstick_host.effects.sysfs import write_carveout
+from magicstick_host.ports.clock import Clock
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.kube import KubePort
 from magicstick_host.ports.runner import CommandRunner
@@ -35,10 +36,36 @@ class EffectPorts:
     playbook_timeout_s: float
     # keeps the Node report fresh while a long step runs
     heartbeat: Callable[[], None]
+    # the network trial's steps record their times, and the crash-point tests stop them
+    # between their effects (magicstick_host/network/step_effects.py)
+    clock: Clock | None = None
+    crash: Callable[[str], None] = lambda point: None
 
 
 # (the step's inputs, the ports, the request UID) -> (ok, detail)
 Effect = Callable[[dict[str, Any], EffectPorts, str], tuple[bool, str]]
+
+
+# configure-network and scan-wifi (network.md): magicstick_host/network/step_effects.py,
+# loaded when a step runs (it imports effects/network.py, which loads this package)
+NETWORK_STEPS = (
+    "read-network-request",
+    "begin-network-trial",
+    "write-network-config",
+    "apply-network-config",
+    "keep-network-config",
+    "restore-network-config",
+    "scan-wifi",
+)
+
+
+def _network(step: str) -> Effect:
+    def run(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> tuple[bool, str]:
+        from magicstick_host.network.step_effects import NETWORK_EFFECTS
+
+        return NETWORK_EFFECTS[step](inputs, ports, request_uid)
+
+    return run
 
 
 def _shutdown(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> tuple[bool, str]:
@@ -98,6 +125,7 @@ EFFECTS: dict[str, Effect] = {
     "refresh-gpu-evidence": _refresh,
     "activate-module": _activate,
 }
+EFFECTS.update({step: _network(step) for step in NETWORK_STEPS})
 
 
 def perform(

@@ -58,6 +58,7 @@ from magicstick_host.errors import (
     KubePermanentError,
     KubeTemporaryError,
 )
+from magicstick_host.ports.kube_secrets import NetworkSecrets, NetworkSecretsPort
 from magicstick_host.ports.kubeconfig import load_kubeconfig
 
 GROUP = "appliance.magicstick.dev"
@@ -71,7 +72,7 @@ Json = dict[str, Any]
 __all__ = ["KubePort", "RealKube", "hostoperation_name"]
 
 
-class KubePort(Protocol):
+class KubePort(NetworkSecretsPort, Protocol):
     def budget(self, seconds: float, *, apart: bool = False) -> AbstractContextManager[None]:
         """Bound the calls made inside (see the module docstring)."""
         ...
@@ -174,7 +175,7 @@ class _Budget:
 TRANSPORTS = ("auto", "lean", "official")
 
 
-class RealKube:
+class RealKube(NetworkSecrets):
     """KubePort over HTTPS. The kubeconfig is read on first use.
 
     `timeout` bounds each call; `budget_s`, when given, all calls of this instance together.

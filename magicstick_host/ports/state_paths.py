@@ -31,6 +31,9 @@ ROLES = {
     "lock file": (False, 0o600),
     "logs directory": (True, 0o700),
     "log file": (False, 0o600),
+    # the network trial's record, backup, settings, lock and id key (ports/network_store.py)
+    "network directory": (True, 0o700),
+    "network file": (False, 0o600),
 }
 
 

@@ -6,7 +6,8 @@ Tests count effects from here ("exactly one playbook run") instead of from mock 
 
 Effects: `shutdown`, `shutdown-cancelled`, `shutdown-failed` (SimRunner); `playbook` (every
 ansible-playbook run that started, with `playbook`, `rc` and, for a crash, `"crashed": true`);
-`initramfs` (update-initramfs, run by the memory playbook); `fault` (a one-shot fault fired).
+`initramfs` (update-initramfs, run by the memory playbook); `fault` (a one-shot fault fired);
+`netplan-generate`, `netplan-apply`, `timer-armed`, `timer-stopped`, `wifi-scan` (sim/network.py).
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
+from magicstick_host.sim.network_model import SimNetwork
+
 # memory the firmware and the kernel keep besides the carve-out: 128 GiB of RAM with a 512 MiB
 # carve-out shows MemTotal 131023872 kB (about 125 GiB), as in docs/host-root-layout.md
 MEM_OVERHEAD_KIB = 2_669_568
@@ -202,6 +204,9 @@ class Host:
     merged_usr: bool = True  # /lib, /bin, /sbin are symlinks into /usr
     # the appliance's GPU evidence publisher (/usr/local/sbin/magicstick-gpu-publish)
     gpu_publisher: bool = False
+    # the network (interfaces, LANs, access points, netplan files): sim/network.py; None for
+    # hosts whose scenarios do not simulate it (`ip`, `iw`, `netplan` are then not found)
+    network: SimNetwork | None = None
 
     # --- derived facts ---
     def carveout_mib(self) -> int:

@@ -6,6 +6,7 @@ import posixpath
 
 from magicstick_host.sim.entries import Entry, Link, Tree
 from magicstick_host.sim.model import Host
+from magicstick_host.sim.network import render_network
 from magicstick_host.sim.render_os import render_os
 from magicstick_host.sim.render_sys import render_sys
 
@@ -14,6 +15,7 @@ def render(host: Host) -> dict[str, Entry]:
     tree = Tree()
     render_sys(host, tree)
     render_os(host, tree)
+    render_network(host, tree)
     _check(tree.entries)
     return dict(sorted(tree.entries.items()))
 

@@ -9,6 +9,8 @@ Commands: `systemctl is-active UNIT`, `uname -m`, `shutdown -r|-P +N [text]`, `s
 `ansible-playbook ... prepare.yml|memory.yml|converge.yml -e @vars.json` (`sim/prepare.py`,
 `sim/memory.py`, `sim/converge.py`),
 and the GPU evidence publisher `/usr/local/sbin/magicstick-gpu-publish` on hosts that have it.
+On hosts with a simulated network: `ip`, `iw`, `netplan` and the network trial's timer
+(`systemd-run --on-active=`, `systemctl stop <unit>.timer`), in `sim/network.py`.
 Anything else exits 127. A playbook fault may raise `SimulatedCrash` (`sim/faults.py`): the
 process running the command died.
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from magicstick_host.domain.evidence import GPU_PUBLISHER
 from magicstick_host.ports.runner import NOT_FOUND, CommandResult
+from magicstick_host.sim import network
 from magicstick_host.sim.ansible import PlaybookUsageError, PlayLog, parse_call
 from magicstick_host.sim.converge import run_converge
 from magicstick_host.sim.effects_log import EFFECTS_LOG, read_effects, record
@@ -51,6 +54,8 @@ class SimRunner:
         if args[:2] == ("systemctl", "is-active") and len(args) == 3:
             unit_state = host.units.get(args[2].removesuffix(".service"), "inactive")
             return CommandResult(args, 0 if unit_state == "active" else 3, unit_state + "\n", "")
+        if network.handles(host, args):  # ip, iw, netplan, the trial's timer: sim/network.py
+            return network.run(self.root, host, args)
         if args[:2] == ("uname", "-m"):
             return CommandResult(args, 0, host.kernel.arch + "\n", "")
         if args and args[0] == "shutdown":

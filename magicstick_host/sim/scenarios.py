@@ -17,6 +17,7 @@ from magicstick_host.sim.builders import (
 )
 from magicstick_host.sim.memory_playbook import MANAGED_TTM_CONF, managed_ttm_conf
 from magicstick_host.sim.model import Host, Kernel, Module, Package, PciDevice
+from magicstick_host.sim.network_scenarios import NETWORK_SCENARIOS
 
 OLD_26 = "6.17.0-8-generic"
 HWE_617 = "6.17.0-14-generic"
@@ -297,6 +298,8 @@ _TABLE: list[tuple[str, str, Callable[[str, str], Host]]] = [
     ("strix-halo-pci-missing-vendor",
      "Strix Halo, Ubuntu 26.04; the GPU's HDMI audio has no `vendor` file: incomplete PCI",
      _missing("vendor", "0000:c5:00.1")),
+    # hosts with a simulated network (ip, iw, netplan): sim/network_scenarios.py
+    *NETWORK_SCENARIOS,
 ]
 
 

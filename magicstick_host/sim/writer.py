@@ -24,6 +24,7 @@ from magicstick_host.sim.codec import host_from_dict, host_to_dict
 from magicstick_host.sim.entries import Dir, Entry, File, Link, Socket
 from magicstick_host.sim.faults import CARVEOUT_WRITE
 from magicstick_host.sim.model import Host, default_boot_id
+from magicstick_host.sim.network import take_back_netplan
 from magicstick_host.sim.render import render
 from magicstick_host.sim.scenarios import SCENARIOS
 
@@ -120,6 +121,7 @@ def _take_back_tree_facts(host: Host, root: Path) -> None:
             if item.is_file() and not item.is_symlink():
                 files[f"{rel}/{item.name}"] = item.read_text(encoding="utf-8")
     host.modprobe_files = files
+    take_back_netplan(host, root)
 
 
 def _has_symlink(root: Path, rel: str) -> bool:

@@ -15,6 +15,7 @@ from magicstick_host import schemas
 from tests.inspect.conftest import inspect_valid
 
 
+@pytest.mark.real_commands  # the network evidence: `ip -j`, `netplan get` (read-only)
 def test_inspect_of_this_machine_is_schema_valid_and_never_acts_on_missing_hardware() -> None:
     doc = inspect_valid(Path("/"))
     if "1002:1586" not in doc["plan"]["displayGpus"]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from magicstick_host.sim.network_scenarios import NETWORK_SCENARIOS
 from tests.inspect.conftest import inspect_valid
 
 N26 = {"linux-generic": "7.0.0-31.31"}
@@ -40,6 +41,8 @@ EXPECTED: dict[str, tuple[str, dict[str, str], bool, tuple[str, bool] | None, bo
     "strix-halo-debian-13": ("blocked", NONE, False, None, False),
     "strix-halo-pci-missing-class": ("blocked", NONE, False, None, False),
     "strix-halo-pci-missing-vendor": ("blocked", NONE, False, None, False),
+    # the network hosts (sim/network_scenarios.py) are the ready 26.04 appliance
+    **{name: ("ready", NONE, False, None, True) for name, _, _ in NETWORK_SCENARIOS},
 }
 PLAN_FIELDS = {
     "state", "message", "profileId", "profileVersion", "gpuProfile", "experimental",

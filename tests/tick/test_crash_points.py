@@ -54,12 +54,20 @@ def with_publisher(world: World) -> None:
     prepare(world)
 
 
+def scan(world: World) -> None:
+    """scan-wifi (network.md): the request Secret names the interface."""
+    from tests.network.world import request_network
+
+    request_network(world, {"interface": "wlp3s0"}, action="scan-wifi")
+
+
 CASES: dict[str, tuple[str, Callable[[World], None]]] = {
     "reboot": (READY, power("reboot")),
     "poweroff": (READY, power("poweroff")),
     "prepare-gpu": (OLD_KERNEL, prepare),
     "prepare-gpu-with-evidence-publisher": (READY, with_publisher),
     "configure-gpu-memory": (READY, memory),
+    "scan-wifi": ("network-ethernet-dhcp", scan),
 }
 # a step whose outcome does not matter to the operation: an interrupted one is noted, not fatal
 HARMLESS_STEPS = ("refresh-gpu-evidence",)

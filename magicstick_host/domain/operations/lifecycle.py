@@ -169,6 +169,10 @@ def status_of(op: Operation) -> dict[str, Any]:
     }
     if op.outcome:
         status["outcome"] = op.outcome
+    # an operation's own status fields (e.g. configure-network's confirmationDeadline)
+    extra = getattr(op.data, "status_fields", None)
+    if callable(extra):
+        status.update(extra(op.phase))
     return status
 
 

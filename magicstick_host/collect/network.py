@@ -1,0 +1,188 @@
+"""The network evidence: interfaces, addresses, routes, the netplan configuration, Wi-Fi links.
+
+Files are read through the host filesystem port, the tools (`ip`, `netplan`, `iw`) run through
+the command runner (on a simulated host, the simulator answers). Nothing here fails on what it
+finds: every gap is a line in `NetworkEvidence.problems`, and the capability is then withdrawn
+(domain/network_capability.py), never guessed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import TypeVar
+
+from magicstick_host.collect.reader import Reader
+from magicstick_host.domain.network_evidence import (
+    FOREIGN_NETPLAN_DIRS,
+    MAX_NETPLAN_FILE_BYTES,
+    NETPLAN_DIR,
+    NetplanFile,
+    NetworkEvidence,
+    SysNetInterface,
+    WifiLink,
+)
+from magicstick_host.domain.parsers import ParseError
+from magicstick_host.domain.parsers.network import (
+    parse_default_routes,
+    parse_ip_addresses,
+    parse_iw_link,
+)
+from magicstick_host.errors import MagicstickError
+from magicstick_host.ports.hostfs import HostFS, HostReadError
+from magicstick_host.ports.netplan_yaml import load_netplan_yaml
+from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult, CommandRunner
+
+T = TypeVar("T")
+
+SYS_CLASS_NET = "/sys/class/net"
+IP_TIMEOUT_S = 5.0
+NETPLAN_GET_TIMEOUT_S = 15.0
+IW_TIMEOUT_S = 5.0
+# /sys/class/net holds a few entries per port; far more is not a host this worker edits
+MAX_SYS_INTERFACES = 256
+
+IP_ADDRESS_ARGV = ("ip", "-j", "address", "show")
+IP_ROUTE_ARGV = ("ip", "-j", "-4", "route", "show", "default")
+NETPLAN_GET_ARGV = ("netplan", "get", "all")
+
+
+def iw_link_argv(interface: str) -> tuple[str, ...]:
+    return ("iw", "dev", interface, "link")
+
+
+def collect_network(fs: HostFS, runner: CommandRunner) -> NetworkEvidence:
+    r = Reader(fs)
+    problems: list[str] = []
+    sys_interfaces = _sys_interfaces(r)
+    links = _command(runner, IP_ADDRESS_ARGV, IP_TIMEOUT_S, problems, parse_ip_addresses)
+    routes = _command(runner, IP_ROUTE_ARGV, IP_TIMEOUT_S, problems, parse_default_routes)
+    netplan_get = _command(runner, NETPLAN_GET_ARGV, NETPLAN_GET_TIMEOUT_S, problems,
+                           load_netplan_yaml)
+    wifi_links: dict[str, WifiLink] = {}
+    iw_present = False
+    for iface in sys_interfaces or ():
+        if not (iface.physical and iface.wireless):
+            continue
+        result = _run(runner, iw_link_argv(iface.name), IW_TIMEOUT_S)
+        if result.returncode == NOT_FOUND:
+            continue  # no iw: that card cannot be checked or scanned, the rest is unaffected
+        iw_present = True
+        # an unreadable Wi-Fi link makes that interface non-editable, not the whole host
+        link = _parsed(result, [], parse_iw_link)
+        if link is not None:
+            wifi_links[iface.name] = link
+    netplan_files = _netplan_files(r, NETPLAN_DIR)
+    foreign: list[str] = []
+    for directory in FOREIGN_NETPLAN_DIRS:
+        names = r.list_dir(directory, f"network.netplan{directory}", optional=True)
+        foreign += [f"{directory}/{n}" for n in names or () if n.endswith(".yaml")]
+    problems += [u.reason for u in r.unknowns]
+    return NetworkEvidence(
+        sys_interfaces=sys_interfaces,
+        links=links,
+        default_routes=routes,
+        netplan_files=netplan_files,
+        foreign_netplan_files=tuple(foreign),
+        netplan_get=netplan_get,
+        wifi_links=wifi_links,
+        iw_present=iw_present,
+        problems=tuple(problems),
+    )
+
+
+def _sys_interfaces(r: Reader) -> tuple[SysNetInterface, ...] | None:
+    names = r.list_dir(SYS_CLASS_NET, "network.interfaces")
+    if names is None:
+        return None
+    if len(names) > MAX_SYS_INTERFACES:
+        r.unknown("network.interfaces", SYS_CLASS_NET, f"more than {MAX_SYS_INTERFACES} entries")
+        return None
+    found: list[SysNetInterface] = []
+    for name in names:
+        base = f"{SYS_CLASS_NET}/{name}"
+        field = f"network.interfaces.{name}"
+        physical = r.exists(f"{base}/device", field, otherwise=False)
+        wireless = r.is_dir(f"{base}/wireless", field) is True
+        mac = r.text(f"{base}/address", field, optional=not physical)
+        state = r.text(f"{base}/operstate", field, optional=not physical)
+        found.append(
+            SysNetInterface(
+                name=name,
+                physical=physical,
+                wireless=wireless,
+                mac=mac.strip().lower() if mac is not None else None,
+                operstate=state.strip().lower() if state is not None else None,
+            )
+        )
+    return tuple(found)
+
+
+def _netplan_files(r: Reader, directory: str) -> tuple[NetplanFile, ...] | None:
+    names = r.list_dir(directory, "network.netplan", optional=True)
+    if names is None:
+        return None
+    files: list[NetplanFile] = []
+    for name in names:
+        if not name.endswith(".yaml"):
+            continue
+        path = f"{directory}/{name}"
+        if _is_symlink(r.fs, path):
+            files.append(NetplanFile(path, None, "", symlink=True, problem="is a symlink"))
+            continue
+        try:
+            text = r.fs.read_text(path, max_bytes=MAX_NETPLAN_FILE_BYTES)
+        except HostReadError as exc:
+            files.append(NetplanFile(path, None, "", problem=exc.reason))
+            continue
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        try:
+            files.append(NetplanFile(path, text, digest, document=load_netplan_yaml(text)))
+        except ParseError as exc:
+            files.append(NetplanFile(path, text, digest, problem=str(exc)))
+    return tuple(files)
+
+
+def _is_symlink(fs: HostFS, path: str) -> bool:
+    """The port's readlink answers "not a symlink" for a plain file, a name for a link."""
+    try:
+        return fs.readlink_basename(path) is not None
+    except HostReadError:
+        return False
+
+
+def _run(runner: CommandRunner, argv: tuple[str, ...], timeout: float) -> CommandResult:
+    try:
+        return runner.run(argv, timeout=timeout)
+    except (OSError, ValueError, MagicstickError) as exc:
+        # it could not run (or a simulated host cannot be read): a gap, never a crash
+        return CommandResult(argv, NOT_FOUND, "", str(exc)[:200] or "failed to start")
+
+
+def _parsed(result: CommandResult, problems: list[str], parser: Callable[[str], T]) -> T | None:
+    what = " ".join(result.argv)
+    if result.returncode == NOT_FOUND:
+        problems.append(f"{what}: not found")
+        return None
+    if result.returncode == TIMED_OUT:
+        problems.append(f"{what}: timed out")
+        return None
+    if not result.ok:
+        last = (result.stderr or result.stdout).strip().splitlines()
+        problems.append(f"{what}: exited {result.returncode}: {last[-1][:200] if last else ''}")
+        return None
+    try:
+        return parser(result.stdout)
+    except ParseError as exc:
+        problems.append(f"{what}: {exc}")
+        return None
+
+
+def _command(
+    runner: CommandRunner,
+    argv: tuple[str, ...],
+    timeout: float,
+    problems: list[str],
+    parser: Callable[[str], T],
+) -> T | None:
+    return _parsed(_run(runner, argv, timeout), problems, parser)

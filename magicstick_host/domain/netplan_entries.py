@@ -1,0 +1,184 @@
+"""Reading one netplan interface entry (an item of `ethernets:` or `wifis:`). Pure.
+
+Every scalar arrives as a string (parsers/netplan.py) and is typed here the way netplan types
+it. The helpers never raise on odd shapes: what they cannot read is "absent", and the
+capability's editable rules (domain/network_capability.py) refuse entries whose shape they do
+not fully understand.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+from typing import Any
+
+from magicstick_host.domain.parsers.netplan import netplan_bool, netplan_int
+
+DEFAULT_DESTINATIONS = frozenset({"default", "0.0.0.0/0"})
+DEFAULT_METRIC_WIFI = 600
+DEFAULT_METRIC_ETHERNET = 100
+WILDCARD_CHARS = frozenset("*?[")
+# the keys of an IPv4 default route the worker writes and can therefore read back
+SIMPLE_ROUTE_KEYS = frozenset({"to", "via", "metric"})
+
+
+def default_metric(kind: str) -> int:
+    return DEFAULT_METRIC_WIFI if kind == "wifi" else DEFAULT_METRIC_ETHERNET
+
+
+def address_text(item: Any) -> str | None:
+    """An `addresses:` item: `"10.0.0.2/24"` or `{"10.0.0.2/24": {lifetime: ..., label: ...}}`."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, dict) and len(item) == 1:
+        (key,) = item
+        return str(key)
+    return None
+
+
+def is_ipv4_text(text: str) -> bool:
+    try:
+        return ipaddress.ip_interface(text).version == 4
+    except ValueError:
+        return False
+
+
+def addresses(entry: dict[str, Any]) -> list[Any]:
+    value = entry.get("addresses")
+    return value if isinstance(value, list) else []
+
+
+def ipv4_addresses(entry: dict[str, Any]) -> list[str]:
+    found = (address_text(item) for item in addresses(entry))
+    return [a for a in found if a is not None and is_ipv4_text(a)]
+
+
+def routes(entry: dict[str, Any]) -> list[Any]:
+    value = entry.get("routes")
+    return value if isinstance(value, list) else []
+
+
+def is_ipv4_route(route: Any) -> bool:
+    """A route whose destination or gateway is IPv4 (a `default` route is IPv4 when its
+    `via` is; netplan also writes `to: 0.0.0.0/0`)."""
+    if not isinstance(route, dict):
+        return False
+    to, via = route.get("to"), route.get("via")
+    if isinstance(to, str) and to != "default":
+        try:
+            return ipaddress.ip_network(to, strict=False).version == 4
+        except ValueError:
+            return False
+    return isinstance(via, str) and is_ipv4_text(via)
+
+
+def is_default_route(route: Any) -> bool:
+    return isinstance(route, dict) and route.get("to") in DEFAULT_DESTINATIONS
+
+
+def ipv4_default_routes(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in routes(entry) if is_default_route(r) and is_ipv4_route(r)]
+
+
+def configured_gateway(entry: dict[str, Any]) -> str:
+    for route in ipv4_default_routes(entry):
+        via = route.get("via")
+        if isinstance(via, str):
+            return via
+    legacy = entry.get("gateway4")
+    return legacy if isinstance(legacy, str) else ""
+
+
+def dhcp4(entry: dict[str, Any]) -> bool:
+    return netplan_bool(entry.get("dhcp4")) is True
+
+
+def configured_metric(entry: dict[str, Any], kind: str) -> int:
+    if dhcp4(entry):
+        overrides = entry.get("dhcp4-overrides")
+        if isinstance(overrides, dict):
+            metric = netplan_int(overrides.get("route-metric"))
+            if metric is not None:
+                return metric
+        return default_metric(kind)
+    for route in ipv4_default_routes(entry):
+        metric = netplan_int(route.get("metric"))
+        if metric is not None:
+            return metric
+    return default_metric(kind)
+
+
+def nameservers(entry: dict[str, Any]) -> list[str]:
+    servers = entry.get("nameservers")
+    found = servers.get("addresses") if isinstance(servers, dict) else None
+    return [str(a) for a in found if isinstance(a, str)] if isinstance(found, list) else []
+
+
+def access_points(entry: dict[str, Any]) -> dict[str, Any]:
+    value = entry.get("access-points")
+    return value if isinstance(value, dict) else {}
+
+
+def ap_password(ap: Any) -> str | None:
+    """The saved passphrase or key of an access point (`password:` or `auth.password`)."""
+    if not isinstance(ap, dict):
+        return None
+    auth = ap.get("auth")
+    for holder in (ap, auth if isinstance(auth, dict) else {}):
+        value = holder.get("password")
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def ap_key_management(ap: Any) -> str:
+    """`psk` when a password is saved, else `auth.key-management` (`none` for open)."""
+    if not isinstance(ap, dict):
+        return "none"
+    auth = ap.get("auth")
+    declared = auth.get("key-management") if isinstance(auth, dict) else None
+    if isinstance(declared, str):
+        return declared.lower()
+    return "psk" if ap_password(ap) is not None else "none"
+
+
+def ap_hidden(ap: Any) -> bool:
+    return isinstance(ap, dict) and netplan_bool(ap.get("hidden")) is True
+
+
+def match_rule(entry: dict[str, Any]) -> dict[str, Any] | None:
+    match = entry.get("match")
+    return match if isinstance(match, dict) else None
+
+
+def matches(netplan_id: str, entry: dict[str, Any], name: str, mac: str) -> bool:
+    """Whether the entry configures the kernel interface `name` (MAC `mac`). A wildcard or
+    driver rule counts as matching (it may): such entries make the interface non-editable."""
+    match = match_rule(entry)
+    if match is None:
+        return netplan_id == name
+    if "driver" in match:
+        return True
+    want_name = match.get("name")
+    want_mac = match.get("macaddress")
+    if want_name is None and want_mac is None:
+        return True  # an empty match matches everything
+    if isinstance(want_name, str):
+        if WILDCARD_CHARS & set(want_name):
+            if not fnmatch.fnmatchcase(name, want_name):
+                return False
+        elif want_name != name:
+            return False
+    return not (isinstance(want_mac, str) and want_mac.lower() != mac.lower())
+
+
+def wildcard_or_driver(entry: dict[str, Any]) -> bool:
+    match = match_rule(entry)
+    if match is None:
+        return False
+    name = match.get("name")
+    return (
+        "driver" in match
+        or (isinstance(name, str) and bool(WILDCARD_CHARS & set(name)))
+        or (name is None and match.get("macaddress") is None)
+    )
