@@ -15,6 +15,7 @@ from magicstick_host.domain.inspection import build_inspection
 from magicstick_host.domain.limits import DEFAULT_LIMITS, Limits
 from magicstick_host.domain.profiles import Profile
 from magicstick_host.ports.clock import Clock, RealClock
+from magicstick_host.ports.command_memo import CommandMemo
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.runner import NOT_FOUND, CommandResult, CommandRunner, RealRunner
 from magicstick_host.profile_store import default_profiles_dir, load_profiles
@@ -94,9 +95,17 @@ def profile_package_names(profiles: Sequence[Profile]) -> list[str]:
     return sorted({name for profile in profiles for name in profile.package_map})
 
 
-def gather(root: str, profiles: Sequence[Profile], runner: CommandRunner | None = None) -> Evidence:
+def gather(
+    root: str,
+    profiles: Sequence[Profile],
+    runner: CommandRunner | None = None,
+    netplan_memo: CommandMemo | None = None,
+) -> Evidence:
     return collect_evidence(
-        RootedHostFS(root), runner or query_runner(root), profile_package_names(profiles)
+        RootedHostFS(root),
+        runner or query_runner(root),
+        profile_package_names(profiles),
+        netplan_memo,
     )
 
 
@@ -178,13 +187,16 @@ def tick_deps(
 ) -> TickDeps:
     """The tick's ports around the given seams: the state store, the maintenance lock and the
     host filesystem under `root` (tests pass a simulator, a fake clock and a test apiserver)."""
+    from magicstick_host.ports.command_memo import runtime_memo
     from magicstick_host.ports.lock import MaintenanceLock
     from magicstick_host.ports.state_store import FileStateStore
     from magicstick_host.tick import TickDeps, no_crash
 
     return TickDeps(
         root=root,
-        gather=lambda: gather(root, profiles, runner),
+        # the timer's ticks remember `netplan get` by the files it reads
+        # (ports/command_memo.py); inspect always asks
+        gather=lambda: gather(root, profiles, runner, runtime_memo("netplan-get.json")),
         runner=runner,
         clock=clock,
         kube=kube,

@@ -29,6 +29,7 @@ from magicstick_host.collect.system_memory import collect_memory
 from magicstick_host.collect.ttm import collect_ttm
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.parsers.cmdline import split_cmdline
+from magicstick_host.ports.command_memo import CommandMemo
 from magicstick_host.ports.hostfs import HostFS
 from magicstick_host.ports.runner import CommandRunner
 
@@ -36,7 +37,10 @@ __all__ = ["collect_evidence"]
 
 
 def collect_evidence(
-    fs: HostFS, runner: CommandRunner, package_names: Sequence[str]
+    fs: HostFS,
+    runner: CommandRunner,
+    package_names: Sequence[str],
+    netplan_memo: CommandMemo | None = None,
 ) -> Evidence:
     """Everything the planner needs to know about the host, with an Unknown per gap.
 
@@ -65,7 +69,7 @@ def collect_evidence(
         packages=collect_packages(r, package_names, kernel.release),
         nvidia=collect_nvidia(r, runner, pci),
         services=collect_services(r, cmdline),
-        network=collect_network(fs, runner),
+        network=collect_network(fs, runner, netplan_memo),
     )
     # the unknowns are complete only once every area above has been read
     return replace(evidence, unknowns=tuple(r.unknowns))

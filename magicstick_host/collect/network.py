@@ -29,6 +29,7 @@ from magicstick_host.domain.parsers.network import (
     parse_iw_link,
 )
 from magicstick_host.errors import MagicstickError
+from magicstick_host.ports.command_memo import CommandMemo
 from magicstick_host.ports.hostfs import HostFS, HostReadError
 from magicstick_host.ports.netplan_yaml import load_netplan_yaml
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult, CommandRunner
@@ -51,14 +52,29 @@ def iw_link_argv(interface: str) -> tuple[str, ...]:
     return ("iw", "dev", interface, "link")
 
 
-def collect_network(fs: HostFS, runner: CommandRunner) -> NetworkEvidence:
+def collect_network(
+    fs: HostFS, runner: CommandRunner, netplan_memo: CommandMemo | None = None
+) -> NetworkEvidence:
     r = Reader(fs)
     problems: list[str] = []
     sys_interfaces = _sys_interfaces(r)
     links = _command(runner, IP_ADDRESS_ARGV, IP_TIMEOUT_S, problems, parse_ip_addresses)
     routes = _command(runner, IP_ROUTE_ARGV, IP_TIMEOUT_S, problems, parse_default_routes)
-    netplan_get = _command(runner, NETPLAN_GET_ARGV, NETPLAN_GET_TIMEOUT_S, problems,
-                           load_netplan_yaml)
+    netplan_files = _netplan_files(r, NETPLAN_DIR)
+    foreign: list[str] = []
+    for directory in FOREIGN_NETPLAN_DIRS:
+        names = r.list_dir(directory, f"network.netplan{directory}", optional=True)
+        foreign += [f"{directory}/{n}" for n in names or () if n.endswith(".yaml")]
+    key = _netplan_key(netplan_files, foreign)
+    remembered = netplan_memo.recall(key) if netplan_memo is not None and key else None
+    if remembered is not None:
+        netplan_get = _parsed(CommandResult(NETPLAN_GET_ARGV, 0, remembered, ""), problems,
+                              load_netplan_yaml)
+    else:
+        result = _run(runner, NETPLAN_GET_ARGV, NETPLAN_GET_TIMEOUT_S)
+        netplan_get = _parsed(result, problems, load_netplan_yaml)
+        if netplan_get is not None and netplan_memo is not None and key:
+            netplan_memo.remember(key, result.stdout)
     wifi_links: dict[str, WifiLink] = {}
     iw_present = False
     for iface in sys_interfaces or ():
@@ -72,11 +88,6 @@ def collect_network(fs: HostFS, runner: CommandRunner) -> NetworkEvidence:
         link = _parsed(result, [], parse_iw_link)
         if link is not None:
             wifi_links[iface.name] = link
-    netplan_files = _netplan_files(r, NETPLAN_DIR)
-    foreign: list[str] = []
-    for directory in FOREIGN_NETPLAN_DIRS:
-        names = r.list_dir(directory, f"network.netplan{directory}", optional=True)
-        foreign += [f"{directory}/{n}" for n in names or () if n.endswith(".yaml")]
     problems += [u.reason for u in r.unknowns]
     return NetworkEvidence(
         sys_interfaces=sys_interfaces,
@@ -116,6 +127,15 @@ def _sys_interfaces(r: Reader) -> tuple[SysNetInterface, ...] | None:
             )
         )
     return tuple(found)
+
+
+def _netplan_key(files: tuple[NetplanFile, ...] | None, foreign: list[str]) -> str:
+    """What `netplan get all` answers from: the name and content of every file it merges, or ""
+    (ask netplan every time) when a file could not be read whole or lives elsewhere too."""
+    if files is None or foreign or any(f.text is None or f.symlink for f in files):
+        return ""
+    listing = [[f.path, f.sha256] for f in sorted(files, key=lambda f: f.path)]
+    return hashlib.sha256(repr(listing).encode("utf-8")).hexdigest()
 
 
 def _netplan_files(r: Reader, directory: str) -> tuple[NetplanFile, ...] | None:
