@@ -203,6 +203,11 @@ class Host:
     merged_usr: bool = True  # /lib, /bin, /sbin are symlinks into /usr
     # the appliance's GPU evidence publisher (/usr/local/sbin/magicstick-gpu-publish)
     gpu_publisher: bool = False
+    # --- model caches (sim/model_cache.py): layouts written once at creation, never
+    # re-rendered; extra mount points shown in /proc/self/mountinfo ---
+    model_caches: list[str] = field(default_factory=list)
+    model_cache_blob_bytes: int = 0  # 0: the layouts' default size per weight file
+    mounts: list[str] = field(default_factory=list)
 
     # --- derived facts ---
     def carveout_mib(self) -> int:

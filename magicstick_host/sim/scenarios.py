@@ -17,6 +17,7 @@ from magicstick_host.sim.builders import (
 )
 from magicstick_host.sim.memory import MANAGED_TTM_CONF, managed_ttm_conf
 from magicstick_host.sim.model import Host, Kernel, Module, Package, PciDevice
+from magicstick_host.sim.model_cache import MODEL_CACHE_SCENARIOS
 
 OLD_26 = "6.17.0-8-generic"
 HWE_617 = "6.17.0-14-generic"
@@ -298,6 +299,9 @@ _TABLE: list[tuple[str, str, Callable[[str, str], Host]]] = [
      "Strix Halo, Ubuntu 26.04; the GPU's HDMI audio has no `vendor` file: incomplete PCI",
      _missing("vendor", "0000:c5:00.1")),
 ]
+
+
+_TABLE += MODEL_CACHE_SCENARIOS  # hosts with model caches, hostile ones included
 
 
 def _scenario(name: str, description: str, build: Callable[[str, str], Host]) -> Scenario:
