@@ -1,0 +1,158 @@
+"""The kube port's model-cache reads against the real apiserver: ModelActivations, KubeAI
+Models and Pods of every namespace; a missing CRD is None, an error is "cannot tell"."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from magicstick_host.collect.model_workloads import read_model_workloads
+from magicstick_host.domain.model_cache_blockers import find_blockers
+from magicstick_host.ports import kube as kube_module
+from magicstick_host.ports.kube import RealKube
+from tests.kubeserver.fixtures import KubeCluster
+
+pytestmark = pytest.mark.apiserver
+
+MA = "/apis/appliance.magicstick.dev/v1alpha1/namespaces/{ns}/modelactivations"
+MODELS = "/apis/kubeai.org/v1/namespaces/{ns}/models"
+PODS = "/api/v1/namespaces/{ns}/pods"
+
+
+def create(kube: KubeCluster, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    code, out = kube.request("POST", path, body)
+    assert code == 201, out
+    assert isinstance(out, dict)
+    return out
+
+
+def namespace(kube: KubeCluster) -> str:
+    name = f"mc-{uuid.uuid4().hex[:8]}"
+    create(kube, "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                         "metadata": {"name": name}})
+    return name
+
+
+def pod_body(name: str, *, node: str = "", labels: dict[str, str] | None = None,
+             host_path: str | None = None, finalizer: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": labels or {}}
+    if finalizer:
+        meta["finalizers"] = ["test.magicstick.dev/hold"]
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "example.invalid/x:1"}]}
+    if node:
+        spec["nodeName"] = node
+    if host_path is not None:
+        spec["volumes"] = [{"name": "v", "hostPath": {"path": host_path}}]
+        spec["containers"][0]["volumeMounts"] = [{"name": "v", "mountPath": "/data"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+@pytest.fixture
+def worker(kube: KubeCluster) -> RealKube:
+    return RealKube(str(kube.worker_kubeconfig), timeout=10)
+
+
+@pytest.fixture
+def ns(kube: KubeCluster) -> Iterator[str]:
+    name = namespace(kube)
+    yield name
+    # release held pods so the namespace can go
+    code, pods = kube.request("GET", PODS.format(ns=name))
+    for item in (pods or {}).get("items", []) if code == 200 else []:
+        kube.request("PATCH", PODS.format(ns=name) + "/" + item["metadata"]["name"],
+                     {"metadata": {"finalizers": None}},
+                     content_type="application/merge-patch+json")
+    kube.request("DELETE", f"/api/v1/namespaces/{name}")
+
+
+def test_lists_of_every_namespace(kube: KubeCluster, worker: RealKube, ns: str) -> None:
+    node = f"node-{uuid.uuid4().hex[:6]}"
+    create(kube, MA.format(ns=ns), {"apiVersion": "appliance.magicstick.dev/v1alpha1",
+                                    "kind": "ModelActivation", "metadata": {"name": "qwen"},
+                                    "spec": {"local": {"freetoken": {"gpuDevice": "node:far"}}}})
+    create(kube, MODELS.format(ns=ns), {"apiVersion": "kubeai.org/v1", "kind": "Model",
+                                        "metadata": {"name": "llama"}, "spec": {"url": "x"}})
+    create(kube, PODS.format(ns=ns), pod_body("pending", labels={"app": "model"}))
+    create(kube, PODS.format(ns=ns), pod_body("held", node=node, finalizer=True,
+                                              labels={"app.kubernetes.io/name": "freetoken"}))
+    code, out = kube.request("DELETE", PODS.format(ns=ns) + "/held")
+    assert code == 200, out  # terminating: kept by its finalizer
+    activations = worker.list_model_activations()
+    models = worker.list_kubeai_models()
+    pods = worker.list_pods()
+    assert activations is not None and models is not None
+    assert f"{ns}/qwen" in {f"{a['metadata']['namespace']}/{a['metadata']['name']}"
+                            for a in activations}
+    assert f"{ns}/llama" in {f"{m['metadata']['namespace']}/{m['metadata']['name']}"
+                             for m in models}
+    mine = {p["metadata"]["name"]: p for p in pods if p["metadata"]["namespace"] == ns}
+    assert set(mine) == {"pending", "held"}
+    assert mine["held"]["metadata"].get("deletionTimestamp")
+    found = find_blockers(read_model_workloads(worker), node)
+    assert f"KubeAI Model {ns}/llama" in found.found
+    assert f"ModelActivation {ns}/qwen" not in found.found  # pinned to another node
+    assert {f"model Pod {ns}/pending", f"model Pod {ns}/held"} <= set(found.found)
+
+
+@pytest.mark.parametrize("path", ["/", "//root", "/root/.cache//huggingface/./hub",
+                                  "/root/.ollama/models/blobs", "/root/"])
+def test_host_paths_as_the_server_stores_them_still_overlap(
+    kube: KubeCluster, worker: RealKube, ns: str, path: str
+) -> None:
+    create(kube, PODS.format(ns=ns), pod_body("hp", node="elsewhere", host_path=path))
+    found = find_blockers(read_model_workloads(worker), "this-node")
+    assert f"Pod {ns}/hp (hostPath {path})" in found.found
+
+
+def test_the_server_refuses_backsteps_in_a_host_path(kube: KubeCluster, ns: str) -> None:
+    """`..` never reaches the worker from a real Pod (the pure tests normalise it anyway)."""
+    code, out = kube.request("POST", PODS.format(ns=ns), pod_body("hp", host_path="/srv/../root"))
+    assert code == 422 and "must not contain '..'" in out["message"], out
+
+
+def test_paging_reads_every_page(kube: KubeCluster, worker: RealKube, ns: str,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(5):
+        create(kube, PODS.format(ns=ns), pod_body(f"p{i}"))
+    monkeypatch.setattr(kube_module, "LIST_PAGE", 2)
+    calls: list[Any] = []
+    real = worker._request
+
+    def counting(method: str, path: str, *a: Any, **kw: Any) -> Any:
+        calls.append(kw.get("query"))
+        return real(method, path, *a, **kw)
+
+    monkeypatch.setattr(worker, "_request", counting)
+    pods = worker.list_pods()
+    assert {f"p{i}" for i in range(5)} <= {p["metadata"]["name"] for p in pods}
+    assert len(calls) >= 3 and all(("limit", "2") in q for q in calls)
+
+
+def test_a_missing_crd_is_no_objects(kube: KubeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the K3s admin kubeconfig the worker uses in production: a resource the server does
+    not serve answers 404, and discovery agrees. (The test worker's RBAC answers 403 for a
+    resource it has no rule for, which is "cannot tell", see below.)"""
+    admin = RealKube(str(kube.admin_kubeconfig), timeout=10)
+    monkeypatch.setattr(kube_module, "KUBEAI_GROUP_VERSION", "nosuch.kubeai.org/v1")
+    assert admin.list_kubeai_models() is None
+    monkeypatch.setattr(kube_module, "KUBEAI_GROUP_VERSION", "kubeai.org/v1")
+    monkeypatch.setattr(kube_module, "KUBEAI_MODELS", "nosuchmodels")  # the group is served
+    assert admin.list_kubeai_models() is None
+    workloads = read_model_workloads(admin)
+    assert workloads.models is None and not workloads.error
+    forbidden = read_model_workloads(RealKube(str(kube.worker_kubeconfig), timeout=10))
+    assert "403" in forbidden.error
+
+
+def test_errors_mean_cannot_tell(kube: KubeCluster, worker: RealKube) -> None:
+    # the dashboard may not list pods: 403
+    forbidden = read_model_workloads(RealKube(str(kube.dashboard_kubeconfig), timeout=10))
+    assert forbidden.error and "403" in forbidden.error
+    assert find_blockers(forbidden, "n").blocked
+    with worker.budget(0.0):
+        spent = read_model_workloads(worker)
+    assert spent.error and "budget" in spent.error
+    assert read_model_workloads(None).error
