@@ -14,41 +14,17 @@ from magicstick_host.domain.model_cache_blockers import find_blockers
 from magicstick_host.ports import kube as kube_module
 from magicstick_host.ports.kube import RealKube
 from tests.kubeserver.fixtures import KubeCluster
+from tests.model_cache.cluster import (
+    MA,
+    MODELS,
+    PODS,
+    create,
+    drop_namespace,
+    new_namespace,
+    pod_body,
+)
 
 pytestmark = pytest.mark.apiserver
-
-MA = "/apis/appliance.magicstick.dev/v1alpha1/namespaces/{ns}/modelactivations"
-MODELS = "/apis/kubeai.org/v1/namespaces/{ns}/models"
-PODS = "/api/v1/namespaces/{ns}/pods"
-
-
-def create(kube: KubeCluster, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    code, out = kube.request("POST", path, body)
-    assert code == 201, out
-    assert isinstance(out, dict)
-    return out
-
-
-def namespace(kube: KubeCluster) -> str:
-    name = f"mc-{uuid.uuid4().hex[:8]}"
-    create(kube, "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                         "metadata": {"name": name}})
-    return name
-
-
-def pod_body(name: str, *, node: str = "", labels: dict[str, str] | None = None,
-             host_path: str | None = None, finalizer: bool = False) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": labels or {}}
-    if finalizer:
-        meta["finalizers"] = ["test.magicstick.dev/hold"]
-    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "example.invalid/x:1"}]}
-    if node:
-        spec["nodeName"] = node
-    if host_path is not None:
-        spec["volumes"] = [{"name": "v", "hostPath": {"path": host_path}}]
-        spec["containers"][0]["volumeMounts"] = [{"name": "v", "mountPath": "/data"}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-
 
 @pytest.fixture
 def worker(kube: KubeCluster) -> RealKube:
@@ -57,15 +33,9 @@ def worker(kube: KubeCluster) -> RealKube:
 
 @pytest.fixture
 def ns(kube: KubeCluster) -> Iterator[str]:
-    name = namespace(kube)
+    name = new_namespace(kube)
     yield name
-    # release held pods so the namespace can go
-    code, pods = kube.request("GET", PODS.format(ns=name))
-    for item in (pods or {}).get("items", []) if code == 200 else []:
-        kube.request("PATCH", PODS.format(ns=name) + "/" + item["metadata"]["name"],
-                     {"metadata": {"finalizers": None}},
-                     content_type="application/merge-patch+json")
-    kube.request("DELETE", f"/api/v1/namespaces/{name}")
+    drop_namespace(kube, name)
 
 
 def test_lists_of_every_namespace(kube: KubeCluster, worker: RealKube, ns: str) -> None:
