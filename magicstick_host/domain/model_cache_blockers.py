@@ -7,7 +7,7 @@ which blocks too (and withdraws the capability: the workload inventory is unknow
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,16 +109,32 @@ def host_paths(pod: Json) -> list[Any]:
     return paths
 
 
-def host_path_overlap(pod: Json, specs: Sequence[CacheRootSpec] = CACHE_ROOTS) -> str:
-    """The first hostPath of the Pod that overlaps a cache root, "" when none does."""
+def host_path_overlap(
+    pod: Json,
+    resolved: Mapping[str, str] | None = None,
+    specs: Sequence[CacheRootSpec] = CACHE_ROOTS,
+) -> str:
+    """The first hostPath of the Pod that overlaps a cache root, "" when none does. A path in
+    `resolved` is also judged by where its symlinks on this host lead (the kubelet follows
+    them when it mounts)."""
     for path in host_paths(pod):
+        leads = (resolved or {}).get(path) if isinstance(path, str) else None
         for spec in specs:
-            if overlaps(path, spec.path):
+            if overlaps(path, spec.path) or (leads is not None and overlaps(leads, spec.path)):
                 return path if isinstance(path, str) else repr(path)
     return ""
 
 
-def find_blockers(workloads: Workloads, node_name: str) -> Blockers:
+def all_host_paths(workloads: Workloads) -> list[str]:
+    """Every distinct hostPath string of every Pod, for resolving on the host."""
+    found = {p for pod in workloads.pods for p in host_paths(pod) if isinstance(p, str)}
+    return sorted(found)
+
+
+def find_blockers(
+    workloads: Workloads, node_name: str, resolved: Mapping[str, str] | None = None
+) -> Blockers:
+    """`resolved`: hostPath -> where it leads on this host (collect/model_workloads.py)."""
     if workloads.error:
         return Blockers(error=workloads.error)
     found: list[str] = []
@@ -130,7 +146,7 @@ def find_blockers(workloads: Workloads, node_name: str) -> Blockers:
         if model_pod_blocks(pod, node_name):
             found.append(f"model Pod {_name(pod)}")
             continue
-        overlap = host_path_overlap(pod)
+        overlap = host_path_overlap(pod, resolved)
         if overlap:
             found.append(f"Pod {_name(pod)} (hostPath {overlap})")
     return Blockers(found=tuple(found))

@@ -11,7 +11,9 @@ What this port tells, and nothing more:
 - `walk(path)`: every entry below it, depth first, each with its lstat facts, each directory
   with the mount it is on; symlinks are reported, never entered;
 - `statvfs(path)`: size and free space of the filesystem holding a host path;
-- `lstat(path)`: one path's own facts, for a cheap "did anything change" check.
+- `lstat(path)`: one path's own facts, for a cheap "did anything change" check;
+- `resolve(path)`: where a path leads through its symlinks, for judging someone else's path
+  (a Pod's hostPath), never for opening anything.
 Every failure is one `TreeError(path, reason)`; "missing" is the only reason callers may read
 as "absent".
 """
@@ -20,12 +22,13 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from magicstick_host.ports.hostfs import HostReadError
+from magicstick_host.ports.hostfs import MAX_SYMLINK_HOPS, HostReadError
 
 MISSING = "missing"
 SYMLINK = "symlink"
@@ -138,6 +141,12 @@ class HostTree(Protocol):
     def lstat(self, path: str) -> NodeStat | None:
         """The path's own facts (a final symlink is not followed), None when absent. Cheap
         and not race-free: only for comparing with identities recorded by a walk."""
+        ...
+
+    def resolve(self, path: str) -> str:
+        """Where a host path leads once its symlinks are followed (inside the host root), as
+        a normalised absolute host path; the part that does not exist is kept as written.
+        For judging a path someone else will follow (a Pod's hostPath), never for opening."""
         ...
 
 
@@ -278,3 +287,39 @@ class RootedHostTree:
             return None
         except OSError as exc:
             raise TreeError(path, reason_of(exc)) from None
+
+    def resolve(self, path: str) -> str:
+        pending = [p for p in reversed(path.split("/")) if p not in ("", ".")]
+        done: list[str] = []
+        hops = 0
+        while pending:
+            part = pending.pop()
+            if part == "..":
+                if done:
+                    done.pop()
+                continue
+            real = os.path.join(self._root, *done, part)
+            try:
+                st = os.lstat(real)
+            except OSError:  # absent (or unreadable): the rest is taken as written
+                done.append(part)
+                done.extend(p for p in reversed(pending) if p != ".")
+                return _normal("/" + "/".join(done))
+            if not stat.S_ISLNK(st.st_mode):
+                done.append(part)
+                continue
+            hops += 1
+            if hops > MAX_SYMLINK_HOPS:
+                raise TreeError(path, "symlink loop")
+            try:
+                target = os.readlink(real)
+            except OSError as exc:
+                raise TreeError(path, reason_of(exc)) from None
+            if target.startswith("/"):
+                done = []
+            pending.extend(p for p in reversed(target.split("/")) if p not in ("", "."))
+        return "/" + "/".join(done)
+
+
+def _normal(path: str) -> str:
+    return posixpath.normpath("/" + path.lstrip("/"))

@@ -135,3 +135,26 @@ def test_missing_crds_mean_none_and_errors_mean_cannot_tell() -> None:
     assert not find_blockers(Workloads(activations=None, models=None), NODE).blocked
     cannot = find_blockers(Workloads(error="GET /api/v1/pods: HTTP 403"), NODE)
     assert cannot.blocked and cannot.error and "cannot be read" in cannot.summary()
+
+
+def test_a_host_path_is_also_judged_by_where_it_leads(tmp_path: Any) -> None:
+    import os
+
+    from magicstick_host.collect.model_workloads import resolve_host_paths
+    from magicstick_host.ports.hosttree import RootedHostTree
+
+    (tmp_path / "root/.ollama/models").mkdir(parents=True)
+    (tmp_path / "srv").mkdir()
+    os.symlink("../root/.ollama", tmp_path / "srv/ollama")
+    os.symlink("loop", tmp_path / "srv/loop")
+    volumes = [{"name": "a", "hostPath": {"path": "/srv/ollama"}}]
+    workloads = Workloads(pods=(
+        pod({}, "node-b", volumes=volumes, name="linked"),
+        pod({}, "node-b", volumes=[{"name": "b", "hostPath": {"path": "/srv/loop"}}], name="l"),
+        pod({}, "node-b", volumes=[{"name": "c", "hostPath": {"path": "/srv"}}], name="srv"),
+    ))
+    assert find_blockers(workloads, NODE).found == ()  # lexically, none overlaps
+    resolved = resolve_host_paths(RootedHostTree(str(tmp_path)), workloads)
+    assert resolved["/srv/ollama"] == "/root/.ollama" and resolved["/srv/loop"] == "/"
+    assert find_blockers(workloads, NODE, resolved).found == (
+        "Pod ns/linked (hostPath /srv/ollama)", "Pod ns/l (hostPath /srv/loop)")

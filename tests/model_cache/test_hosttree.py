@@ -128,3 +128,24 @@ def test_lstat_does_not_follow(tmp_path: Path) -> None:
     assert st is not None and st.is_symlink
     assert tree.lstat("/absent") is None
     assert tree.lstat("/dangling/below") is None
+
+
+def test_resolve_follows_symlinks_inside_the_root(tmp_path: Path) -> None:
+    (tmp_path / "root/.cache/huggingface/hub").mkdir(parents=True)
+    (tmp_path / "data").mkdir()
+    os.symlink("/root/.cache/huggingface/hub", tmp_path / "data/models")  # absolute: re-rooted
+    os.symlink("../root", tmp_path / "data/home")
+    os.symlink("loop2", tmp_path / "data/loop1")
+    os.symlink("loop1", tmp_path / "data/loop2")
+    tree = RootedHostTree(str(tmp_path))
+    assert tree.resolve("/data/models") == "/root/.cache/huggingface/hub"
+    assert tree.resolve("/data/models/models--x/not-yet") == (
+        "/root/.cache/huggingface/hub/models--x/not-yet")
+    assert tree.resolve("/data/home/.ollama") == "/root/.ollama"
+    assert tree.resolve("//data/./home/.ollama/../.cache") == "/root/.cache"
+    assert tree.resolve("/data/home/../home") == "/home"  # `..` of the target, as the kernel
+    assert tree.resolve("/srv/absent/../x") == "/srv/x"
+    assert tree.resolve("/../../data/home") == "/root"
+    with pytest.raises(TreeError) as exc:
+        tree.resolve("/data/loop1")
+    assert exc.value.reason == "symlink loop"
