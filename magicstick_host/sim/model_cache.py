@@ -178,8 +178,12 @@ def add_many_files(root: Path, inodes: int, *, per_directory: int = 1000) -> int
         blobs.mkdir(parents=True)
         added += 2
         count = min(per_directory, inodes - added)
-        for i in range(count):
-            os.close(os.open(blobs / f"{i:06d}", os.O_WRONLY | os.O_CREAT, 0o644))
+        directory = os.open(blobs, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for i in range(count):
+                os.close(os.open(f"{i:06d}", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=directory))
+        finally:
+            os.close(directory)
         added += count
         model += 1
     return added
