@@ -1,9 +1,11 @@
 """Delete one allowed entry of a model-cache root, symlink-safe (model-cache.md, step 3).
 
 The operation deletes entry by entry and re-checks the blockers and the mounts before each
-call; this effect deletes exactly the one entry it is given and decides nothing. Its guards are
+call; this effect deletes exactly the one entry it is given and decides nothing: which entries
+may go is the domain's allow-list (domain/model_cache_inventory.py), checked again when a
+planned entry is loaded from the state (domain/model_cache_cleanup.py). Its guards are
 refusals, not decisions: it never deletes
-- an entry the allow-list (domain/model_cache_inventory.py) does not name, or a name with `/`;
+- anything but one directory entry of the root (a name with `/`, `.` or `..` is refused);
 - anything when the root is not the directory the request was approved against (identity);
 - anything through a symlink: every directory is opened with O_NOFOLLOW relative to its
   parent's descriptor, from the host root `/` down; a symlink inside is unlinked, never
@@ -20,7 +22,6 @@ import os
 import stat
 from dataclasses import dataclass
 
-from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS_BY_ID, clearable_entry
 from magicstick_host.ports.hosttree import (
     DIR_FLAGS,
     MAX_DEPTH,
@@ -122,32 +123,33 @@ class _Deletion:
 
 
 def delete_cache_entry(
-    host_root: str, cache_id: str, entry: str, root_identity: tuple[int, int]
+    host_root: str, root_path: str, entry: str, root_identity: tuple[int, int]
 ) -> DeleteOutcome:
-    """Delete the top-level `entry` of cache `cache_id`, if the root is still the directory
-    `root_identity` (st_dev, st_ino). An entry or root that is already gone is ok, freeing 0."""
-    spec = CACHE_ROOTS_BY_ID.get(cache_id)
-    if spec is None or not clearable_entry(cache_id, entry):
-        return DeleteOutcome(False, f"refused: {entry!r} is not a deletable entry of {cache_id}")
-    shown = f"{spec.path}/{entry}"
+    """Delete the entry `entry` of the cache root at host path `root_path`, if the root is
+    still the directory `root_identity` (st_dev, st_ino). An entry or root that is already
+    gone is ok, freeing 0."""
+    if not entry or "/" in entry or entry in (".", "..") or "\0" in entry:
+        return DeleteOutcome(False, f"refused: {entry!r} is not one entry of {root_path}")
+    spec_path = root_path.rstrip("/")
+    shown = f"{spec_path}/{entry}"
     tree = RootedHostTree(host_root)
     try:
-        root_fd = tree.open_dir(spec.path)
+        root_fd = tree.open_dir(spec_path)
     except TreeError as exc:
         if exc.reason == MISSING:
-            return DeleteOutcome(True, f"{spec.path} is gone; nothing to delete")
+            return DeleteOutcome(True, f"{spec_path} is gone; nothing to delete")
         return DeleteOutcome(False, f"refused: {exc.path}: {exc.reason}; nothing was deleted")
     try:
         st = os.fstat(root_fd)
         if (st.st_dev, st.st_ino) != tuple(root_identity):
             return DeleteOutcome(
-                False, f"refused: {spec.path} is not the directory that was reviewed; "
+                False, f"refused: {spec_path} is not the directory that was reviewed; "
                 "nothing was deleted"
             )
         try:
-            deletion = _Deletion(root_fd, spec.path)
+            deletion = _Deletion(root_fd, spec_path)
         except TreeError as exc:
-            return DeleteOutcome(False, f"refused: {spec.path}: {exc.reason}; nothing was deleted")
+            return DeleteOutcome(False, f"refused: {spec_path}: {exc.reason}; nothing was deleted")
         try:
             deletion.remove(root_fd, entry, shown, 1)
         except (_Stop, TreeError) as exc:

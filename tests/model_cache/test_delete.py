@@ -17,12 +17,21 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from magicstick_host.effects.model_cache import delete_cache_entry
+from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS_BY_ID, clearable_entry
+from magicstick_host.effects.model_cache import DeleteOutcome
+from magicstick_host.effects.model_cache import delete_cache_entry as delete_at
 from magicstick_host.sim.writer import create_host
 from tests.model_cache.helpers import HUB, OLLAMA, bare_root, walk, write
 from tests.model_cache.mounts import mounted
 
 ROOT_OF = {"huggingface": HUB, "ollama": OLLAMA}
+
+
+def delete_cache_entry(
+    root: str, cache_id: str, entry: str, ident: tuple[int, int]
+) -> DeleteOutcome:
+    """As the operation calls the effect: the root's path from the product's table."""
+    return delete_at(root, CACHE_ROOTS_BY_ID[cache_id].path, entry, ident)
 
 
 def identity(root: Path, cache_id: str) -> tuple[int, int]:
@@ -77,15 +86,15 @@ def test_the_simulated_host_is_cleared_and_everything_else_stays(tmp_path: Path)
     assert after.trusted and after.reclaimable_bytes == 0
 
 
-def test_names_off_the_allow_list_are_refused(tmp_path: Path) -> None:
+def test_anything_but_one_entry_is_refused(tmp_path: Path) -> None:
     root = bare_root(tmp_path)
-    for name in ("token", "datasets--x", "models--a"):
-        write(root, f"{HUB}/{name}/f" if name != "token" else f"{HUB}/{name}")
+    write(root, f"{HUB}/models--a/f")
+    write(root, f"{HUB}/token")
     ident = identity(root, "huggingface")
-    for name in ("token", "datasets--x", "..", "models--a/../token", "", "models--a/f"):
+    for name in ("..", ".", "models--a/../token", "", "models--a/f", "/token", "a\0b"):
         out = delete_cache_entry(str(root), "huggingface", name, ident)
         assert not out.ok and "refused" in out.detail and out.freed_bytes == 0
-    assert not delete_cache_entry(str(root), "elsewhere", "models--a", ident).ok
+    assert not delete_at(str(root), "/", "root", (1, 1)).ok
     assert (root / HUB / "token").exists() and (root / HUB / "models--a/f").exists()
 
 
@@ -229,13 +238,13 @@ def test_nothing_but_allowed_entries_is_ever_deleted(ops: list[tuple[str, ...]])
             if not directory.is_dir():
                 continue
             ident = identity(root, cache_id)
-            for name in [*TOP_NAMES[cache_id], "..", "models--a/../token"]:
-                out = delete_cache_entry(str(root), cache_id, name, ident)
-                if spec_allows(cache_id, name):
+            for name in TOP_NAMES[cache_id]:
+                if clearable_entry(cache_id, name):  # the product's allow-list
+                    out = delete_cache_entry(str(root), cache_id, name, ident)
                     assert out.ok, out.detail
                     assert not os.path.lexists(directory / name)
-                else:
-                    assert not out.ok
+            for name in ("..", "models--a/../token", "blobs/.."):
+                assert not delete_cache_entry(str(root), cache_id, name, ident).ok
         assert snapshot(tmp) == kept
         assert (tmp / "outside/file").read_bytes() == b"x" * 3000
         if etc_before:
