@@ -48,6 +48,7 @@ from magicstick_host.errors import (
     MagicstickError,
     WaitingError,
 )
+from magicstick_host.model_cache_reads import observe_model_cache
 from magicstick_host.ports.clock import Clock, Instant
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.kube import KubePort
@@ -118,6 +119,7 @@ class Tick:
             capabilities=self.capabilities,
         )
         cluster = self.read_cluster(state)
+        self.capabilities.update(observe_model_cache(self.d, state, ev, now, cluster))
         state = self.supervise(state, ev, now, cluster)
         state = self.intake(state, ev, now, cluster)
         state = self.advance(state, ev, now, cluster)

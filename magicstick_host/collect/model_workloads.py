@@ -10,19 +10,26 @@ to a cache root, and the kubelet follows it when it mounts (`resolve_host_paths`
 
 from __future__ import annotations
 
+from magicstick_host.domain.cluster import APPLIANCE_API
 from magicstick_host.domain.model_cache_blockers import Workloads, all_host_paths
-from magicstick_host.errors import KubeError
+from magicstick_host.errors import KubeError, KubeNotFoundError
 from magicstick_host.ports.hosttree import HostTree, TreeError
 from magicstick_host.ports.kube import KubePort
+
+MODELACTIVATIONS = "modelactivations"
+KUBEAI_API = "kubeai.org/v1"
+KUBEAI_MODELS = "models"
 
 
 def read_model_workloads(kube: KubePort | None) -> Workloads:
     if kube is None:
         return Workloads(error="no Kubernetes client")
     try:
-        activations = kube.list_model_activations()
-        models = kube.list_kubeai_models()
-        pods = kube.list_pods()
+        activations = kube.list_objects(APPLIANCE_API, MODELACTIVATIONS)
+        models = kube.list_objects(KUBEAI_API, KUBEAI_MODELS)
+        pods = kube.list_objects("v1", "pods")
+        if pods is None:
+            raise KubeNotFoundError("the cluster serves no Pods")
     except KubeError as exc:
         return Workloads(error=str(exc)[:300])
     return Workloads(

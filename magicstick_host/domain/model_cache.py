@@ -12,6 +12,7 @@ freeBytes, message, id}`:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from magicstick_host.domain.canonical import sha256_hex
@@ -125,3 +126,21 @@ def clear_request_problem(
     if not offered(section):
         return "The model caches are already empty; nothing was deleted."
     return None
+
+
+# the key of this tick's ModelCacheFacts among the Situation's capabilities (and HostFacts')
+MODEL_CACHE_FACTS = "model-cache-facts"
+
+
+@dataclass(frozen=True)
+class ModelCacheFacts:
+    """What the tick saw of the model caches (magicstick_host/model_cache_reads.py).
+
+    `fresh`: the inventory was walked and the workloads read on this tick (intake and every
+    step of a cleanup need that); otherwise they are the report's, which may be minutes old.
+    `section` is the report's `modelCache` computed from them."""
+
+    inventory: CacheInventory
+    blockers: Blockers
+    section: dict[str, Any]
+    fresh: bool

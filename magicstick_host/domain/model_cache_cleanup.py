@@ -84,7 +84,7 @@ class Finish:
 Step = DeleteNext | Finish
 
 
-def _kept(remaining: tuple[CleanupEntry, ...], freed: int) -> str:
+def kept_summary(remaining: tuple[CleanupEntry, ...], freed: int) -> str:
     left = sum(e.bytes for e in remaining)
     what = "entry" if len(remaining) == 1 else "entries"
     done = f" About {approx_gib(freed)} was freed before it stopped." if freed else ""
@@ -103,15 +103,15 @@ def next_step(
         return Finish("Succeeded", succeeded_message(freed))
     if blockers.found:
         return Finish("Failed", (
-            f"{MODEL_STARTED} Found: {blockers.summary()}. {_kept(remaining, freed)}"))
+            f"{MODEL_STARTED} Found: {blockers.summary()}. {kept_summary(remaining, freed)}"))
     if blockers.error:
         return Finish("Failed", (
             f"The cleanup stopped: {blockers.summary()}, so it cannot be told whether a model "
-            f"started. Remaining cache files were kept. {_kept(remaining, freed)}"))
+            f"started. Remaining cache files were kept. {kept_summary(remaining, freed)}"))
     if mount_problem:
         return Finish("Failed", (
             f"The cleanup stopped: {mount_problem}. Remaining cache files were kept. "
-            f"{_kept(remaining, freed)}"))
+            f"{kept_summary(remaining, freed)}"))
     return DeleteNext(remaining[0])
 
 
@@ -125,7 +125,7 @@ def deletion_failed_message(
     """A deletion that reported failure: it stopped part way, the rest (and the rest of the
     entry) kept. `remaining` still includes `entry`."""
     return (f"Deleting {entry.path} failed: {detail}. Remaining cache files were kept. "
-            f"{_kept(remaining, freed)}")
+            f"{kept_summary(remaining, freed)}")
 
 
 def interrupted_message(
@@ -134,5 +134,5 @@ def interrupted_message(
     """Found in progress after a crash: the deletion of `entry` may be partial, and is never
     resumed. `remaining` still includes `entry`."""
     return (f"The cleanup was interrupted while {entry.path} was being deleted; it is not "
-            f"resumed. That entry may be partly deleted. {_kept(remaining, freed)} Review the "
-            "Model cache page and clear again if needed.")
+            f"resumed. That entry may be partly deleted. {kept_summary(remaining, freed)} "
+            "Review the Model cache page and clear again if needed.")

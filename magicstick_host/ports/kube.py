@@ -58,18 +58,13 @@ from magicstick_host.errors import (
     KubePermanentError,
     KubeTemporaryError,
 )
+from magicstick_host.ports.kube_lists import list_or_none
 from magicstick_host.ports.kubeconfig import load_kubeconfig
 
 GROUP = "appliance.magicstick.dev"
 VERSION = "v1alpha1"
 HOSTOPERATIONS = "hostoperations"
 MODULEACTIVATIONS = "moduleactivations"
-# model-cache blockers
-MODELACTIVATIONS = "modelactivations"
-KUBEAI_GROUP_VERSION = "kubeai.org/v1"
-KUBEAI_MODELS = "models"
-LIST_PAGE = 250
-MAX_LIST_PAGES = 40
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
 
@@ -116,19 +111,8 @@ class KubePort(Protocol):
         self, namespace: str, name: str, spec: Json, resource_version: str
     ) -> Json: ...
 
-    # -- model-cache blockers (clear-model-cache; read only, all namespaces) ----------------
-
-    def list_model_activations(self) -> list[Json] | None:
-        """Every ModelActivation; None when the cluster has no ModelActivation CRD."""
-        ...
-
-    def list_kubeai_models(self) -> list[Json] | None:
-        """Every KubeAI Model (models.kubeai.org); None when KubeAI is not installed."""
-        ...
-
-    def list_pods(self) -> list[Json]:
-        """Every Pod of every namespace (scheduled or not)."""
-        ...
+    # -- model-cache blockers: every object of all namespaces; None: the cluster has no such
+    def list_objects(self, api_version: str, plural: str) -> list[Json] | None: ...
 
 
 class Transport(Protocol):
@@ -408,42 +392,7 @@ class RealKube:
             isinstance(r, dict) and r.get("name") == plural for r in resources
         )
 
-    # -- model-cache blockers (clear-model-cache; read only, all namespaces) ----------------
-    # A list is paged (LIST_PAGE objects per request) and all its pages together take at most
-    # one call's timeout, within the enclosing budgets. A 404 is a missing CRD only if
-    # discovery agrees; otherwise it is an error like any other (the caller: "cannot tell").
-
-    def list_model_activations(self) -> list[Json] | None:
-        return self._list_or_none(f"{GROUP}/{VERSION}", MODELACTIVATIONS)
-
-    def list_kubeai_models(self) -> list[Json] | None:
-        return self._list_or_none(KUBEAI_GROUP_VERSION, KUBEAI_MODELS)
-
-    def list_pods(self) -> list[Json]:
-        return self._list_all("/api/v1/pods")
-
-    def _list_or_none(self, group_version: str, plural: str) -> list[Json] | None:
-        try:
-            return self._list_all(f"/apis/{group_version}/{plural}")
-        except KubeNotFoundError:
-            if self.serves(group_version, plural):
-                raise
-            return None
-
-    def _list_all(self, path: str) -> list[Json]:
-        items: list[Json] = []
-        token = ""
-        with self.budget(self.timeout):
-            for _ in range(MAX_LIST_PAGES):
-                query = [("limit", str(LIST_PAGE))] + ([("continue", token)] if token else [])
-                page = self._request("GET", path, query=query)
-                found = page.get("items")
-                if not isinstance(found, list):
-                    raise KubeTemporaryError(f"GET {path}: the answer has no list of items")
-                items.extend(item for item in found if isinstance(item, dict))
-                token = str((page.get("metadata") or {}).get("continue") or "")
-                if not token:
-                    return items
-        raise KubeTemporaryError(
-            f"GET {path}: more than {MAX_LIST_PAGES * LIST_PAGE} objects; not read to the end"
-        )
+    # -- model-cache blockers (clear-model-cache): paged, ports/kube_lists.py ---------------
+    def list_objects(self, api_version: str, plural: str) -> list[Json] | None:
+        page = lambda path, query: self._request("GET", path, query=query)  # noqa: E731
+        return list_or_none(self, api_version, plural, page)

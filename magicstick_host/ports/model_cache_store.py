@@ -18,21 +18,35 @@ from magicstick_host.errors import MagicstickError
 from magicstick_host.ports.safe_files import fsync_dir, open_checked, read_all, write_all
 
 CACHE_FILE = "model-cache.json"
-TEMP_FILE = ".model-cache.json.tmp"
 SCHEMA = "model-cache-inventory"
 # a walk of 100,000 inodes records at most that many directories (about 100 bytes each)
 MAX_BYTES = 32 * 1024 * 1024
 ROLE = "state file"  # the same rules: a regular 0600 file owned by the worker
+# the blockers last read from Kubernetes, reused between the report's reads
+WORKLOADS_FILE = "model-cache-workloads.json"
+WORKLOADS_SCHEMA = "model-cache-workloads"
 
 
 class ModelCacheStore:
-    def __init__(self, directory: Path, *, owner_uid: int | None = None) -> None:
+    """`file` and `schema` name another cache of the same kind (the workloads' blockers:
+    WORKLOADS_FILE, WORKLOADS_SCHEMA)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        owner_uid: int | None = None,
+        file: str = CACHE_FILE,
+        schema: str = SCHEMA,
+    ) -> None:
         self.directory = Path(directory)
         self.owner_uid = os.geteuid() if owner_uid is None else owner_uid
+        self.file = file
+        self.schema = schema
 
     @property
     def path(self) -> Path:
-        return self.directory / CACHE_FILE
+        return self.directory / self.file
 
     def load(self) -> dict[str, Any] | None:
         try:
@@ -50,17 +64,17 @@ class ModelCacheStore:
             doc = json.loads(data)
         except ValueError:
             return None
-        if schemas.errors(SCHEMA, doc):
+        if schemas.errors(self.schema, doc):
             return None
         assert isinstance(doc, dict)
         return doc
 
     def save(self, doc: dict[str, Any]) -> bool:
-        problems = schemas.errors(SCHEMA, doc)
+        problems = schemas.errors(self.schema, doc)
         if problems:  # a bug: never write what load would refuse
-            raise ValueError(f"refusing to save an invalid model-cache inventory: {problems[:3]}")
+            raise ValueError(f"refusing to save an invalid {self.file}: {problems[:3]}")
         data = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode("utf-8")
-        temp = self.directory / TEMP_FILE
+        temp = self.directory / f".{self.file}.tmp"
         try:
             temp.unlink(missing_ok=True)  # a leftover from a crash (unlink never follows)
             fd = open_checked(temp, os.O_WRONLY, role=ROLE, owner_uid=self.owner_uid,

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from magicstick_host.collect import model_workloads
 from magicstick_host.collect.model_workloads import read_model_workloads
+from magicstick_host.domain.cluster import APPLIANCE_API
 from magicstick_host.domain.model_cache_blockers import find_blockers
-from magicstick_host.ports import kube as kube_module
+from magicstick_host.ports import kube_lists
 from magicstick_host.ports.kube import RealKube
 from tests.kubeserver.fixtures import KubeCluster
 from tests.model_cache.cluster import (
@@ -50,10 +52,10 @@ def test_lists_of_every_namespace(kube: KubeCluster, worker: RealKube, ns: str) 
                                               labels={"app.kubernetes.io/name": "freetoken"}))
     code, out = kube.request("DELETE", PODS.format(ns=ns) + "/held")
     assert code == 200, out  # terminating: kept by its finalizer
-    activations = worker.list_model_activations()
-    models = worker.list_kubeai_models()
-    pods = worker.list_pods()
-    assert activations is not None and models is not None
+    activations = worker.list_objects(APPLIANCE_API, "modelactivations")
+    models = worker.list_objects("kubeai.org/v1", "models")
+    pods = worker.list_objects("v1", "pods")
+    assert activations is not None and models is not None and pods is not None
     assert f"{ns}/qwen" in {f"{a['metadata']['namespace']}/{a['metadata']['name']}"
                             for a in activations}
     assert f"{ns}/llama" in {f"{m['metadata']['namespace']}/{m['metadata']['name']}"
@@ -87,7 +89,7 @@ def test_paging_reads_every_page(kube: KubeCluster, worker: RealKube, ns: str,
                                  monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(5):
         create(kube, PODS.format(ns=ns), pod_body(f"p{i}"))
-    monkeypatch.setattr(kube_module, "LIST_PAGE", 2)
+    monkeypatch.setattr(kube_lists, "LIST_PAGE", 2)
     calls: list[Any] = []
     real = worker._request
 
@@ -96,7 +98,7 @@ def test_paging_reads_every_page(kube: KubeCluster, worker: RealKube, ns: str,
         return real(method, path, *a, **kw)
 
     monkeypatch.setattr(worker, "_request", counting)
-    pods = worker.list_pods()
+    pods = worker.list_objects("v1", "pods") or []
     assert {f"p{i}" for i in range(5)} <= {p["metadata"]["name"] for p in pods}
     assert len(calls) >= 3 and all(("limit", "2") in q for q in calls)
 
@@ -106,11 +108,9 @@ def test_a_missing_crd_is_no_objects(kube: KubeCluster, monkeypatch: pytest.Monk
     not serve answers 404, and discovery agrees. (The test worker's RBAC answers 403 for a
     resource it has no rule for, which is "cannot tell", see below.)"""
     admin = RealKube(str(kube.admin_kubeconfig), timeout=10)
-    monkeypatch.setattr(kube_module, "KUBEAI_GROUP_VERSION", "nosuch.kubeai.org/v1")
-    assert admin.list_kubeai_models() is None
-    monkeypatch.setattr(kube_module, "KUBEAI_GROUP_VERSION", "kubeai.org/v1")
-    monkeypatch.setattr(kube_module, "KUBEAI_MODELS", "nosuchmodels")  # the group is served
-    assert admin.list_kubeai_models() is None
+    assert admin.list_objects("nosuch.kubeai.org/v1", "models") is None
+    assert admin.list_objects("kubeai.org/v1", "nosuchmodels") is None  # the group is served
+    monkeypatch.setattr(model_workloads, "KUBEAI_MODELS", "nosuchmodels")
     workloads = read_model_workloads(admin)
     assert workloads.models is None and not workloads.error
     forbidden = read_model_workloads(RealKube(str(kube.worker_kubeconfig), timeout=10))
