@@ -22,6 +22,7 @@ from tests.model_cache.e2e import (
     entries_left,
     fresh_report,
     ns,
+    snapshot,
     status,
 )
 
@@ -134,3 +135,39 @@ def test_a_model_starting_between_two_entries_keeps_the_rest(
     assert len(entries_left(world)) == len(ENTRIES) - 1  # the rest was kept
     assert_survivors(world)
     assert status(world)["phase"] == "Failed"
+
+
+def test_symlinks_inside_the_cache_are_unlinked_never_followed(
+    tmp_path: Path, kube: Any
+) -> None:
+    world = World(tmp_path, kube, "strix-halo-ubuntu-26.04-model-cache-symlink-inside")
+    hostname = (world.root / "etc/hostname").read_text()
+    assert "clear-model-cache" in world.published()["actions"]
+    clear(world)
+    assert world.drive() == "Succeeded"
+    hub = world.root / "root/.cache/huggingface/hub"
+    assert not (hub / "models--linked").is_symlink()  # the link is gone ...
+    assert (world.root / "srv/precious/weights.bin").is_file()  # ... what it named is not
+    assert (world.root / "etc/hostname").read_text() == hostname
+    assert not (hub / "models--Qwen--Qwen3-8B").exists()
+    assert (hub / "token").is_file()
+
+
+@pytest.mark.parametrize(("scenario", "needle"), [
+    ("strix-halo-ubuntu-26.04-model-cache-symlinked-root", "is a symbolic link"),
+    ("strix-halo-ubuntu-26.04-model-cache-nested-mount", "separate filesystem is mounted"),
+])
+def test_a_hostile_cache_is_not_offered_and_not_cleared(
+    tmp_path: Path, kube: Any, scenario: str, needle: str
+) -> None:
+    world = World(tmp_path, kube, scenario)
+    report = world.published()
+    cache = report["modelCache"]
+    assert cache["supported"] is False and cache["reclaimableBytes"] == 0
+    assert needle in cache["message"]
+    assert "clear-model-cache" not in report["actions"]
+    before = snapshot(world.root)
+    clear(world)
+    world.tick()
+    assert status(world)["phase"] == "Rejected"
+    assert snapshot(world.root) == before
