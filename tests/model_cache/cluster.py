@@ -85,3 +85,32 @@ def terminating_pod(kube: KubeCluster, ns: str, name: str, **kw: Any) -> dict[st
     assert code == 200, out
     assert isinstance(out, dict)
     return out
+
+
+def clear_model_workloads(kube: KubeCluster) -> None:
+    """No model-serving object anywhere: each cleanup test starts from a fresh cluster (the
+    session's apiserver is shared, and an unpinned ModelActivation left by any test would
+    block every node). Deletes every ModelActivation and KubeAI Model, and every Pod that a
+    blocker rule could match (a model label, or any hostPath)."""
+    for path in ("/apis/appliance.magicstick.dev/v1alpha1/modelactivations",
+                 "/apis/kubeai.org/v1/models"):
+        code, found = kube.request("GET", path)
+        assert code == 200, found
+        for item in found["items"]:
+            meta = item["metadata"]
+            plural = path.rsplit("/", 1)[1]
+            kube.request("DELETE", f"{path.rsplit('/', 1)[0]}/namespaces/{meta['namespace']}/"
+                         f"{plural}/{meta['name']}")
+    code, pods = kube.request("GET", "/api/v1/pods")
+    assert code == 200, pods
+    for item in pods["items"]:
+        labels = item["metadata"].get("labels") or {}
+        volumes = (item.get("spec") or {}).get("volumes") or []
+        if not (labels.get("app") == "model" or labels.get("app.kubernetes.io/name")
+                == "freetoken" or any("hostPath" in v for v in volumes)):
+            continue
+        path = PODS.format(ns=item["metadata"]["namespace"]) + "/" + item["metadata"]["name"]
+        kube.request("PATCH", path, {"metadata": {"finalizers": None}},
+                     content_type="application/merge-patch+json")
+        kube.request("DELETE", path, {"apiVersion": "v1", "kind": "DeleteOptions",
+                                      "gracePeriodSeconds": 0})

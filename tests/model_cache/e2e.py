@@ -11,7 +11,7 @@ import pytest
 
 from tests.harness.world import World
 from tests.kubeserver.fixtures import KubeCluster
-from tests.model_cache.cluster import drop_namespace, new_namespace
+from tests.model_cache.cluster import clear_model_workloads, drop_namespace, new_namespace
 
 CACHES = "strix-halo-ubuntu-26.04-model-cache"
 READY = "strix-halo-ubuntu-26.04-ready"
@@ -83,7 +83,14 @@ def status(world: World) -> dict[str, Any]:
 
 
 @pytest.fixture
-def ns(kube: KubeCluster) -> Iterator[str]:
+def fresh_cluster(kube: KubeCluster) -> None:
+    """No model-serving object left by an earlier test (of any module) in the shared
+    apiserver."""
+    clear_model_workloads(kube)
+
+
+@pytest.fixture
+def ns(kube: KubeCluster, fresh_cluster: None) -> Iterator[str]:
     name = new_namespace(kube)
     yield name
     drop_namespace(kube, name)

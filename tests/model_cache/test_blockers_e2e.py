@@ -23,10 +23,10 @@ from tests.model_cache.cluster import (
     pod_body,
     terminating_pod,
 )
-from tests.model_cache.e2e import CACHES, clear, ns, snapshot, status
+from tests.model_cache.e2e import CACHES, clear, fresh_cluster, ns, snapshot, status
 
-pytestmark = pytest.mark.apiserver
-__all__ = ["ns"]  # the fixture
+pytestmark = [pytest.mark.apiserver, pytest.mark.usefixtures("fresh_cluster")]
+__all__ = ["fresh_cluster", "ns"]  # the fixtures
 
 Make = Callable[[World, KubeCluster, str], object]  # makes the object(s)
 MODEL = {"app": "model"}

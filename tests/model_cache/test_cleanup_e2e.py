@@ -20,14 +20,15 @@ from tests.model_cache.e2e import (
     assert_survivors,
     clear,
     entries_left,
+    fresh_cluster,
     fresh_report,
     ns,
     snapshot,
     status,
 )
 
-pytestmark = pytest.mark.apiserver
-__all__ = ["ns"]  # the fixture
+pytestmark = [pytest.mark.apiserver, pytest.mark.usefixtures("fresh_cluster")]
+__all__ = ["fresh_cluster", "ns"]  # the fixtures
 
 
 def test_a_cleanup_of_a_simulated_host(tmp_path: Path, kube: Any) -> None:

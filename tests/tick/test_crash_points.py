@@ -21,6 +21,7 @@ import pytest
 
 from magicstick_host.sim.writer import load_host, write_host
 from tests.harness.world import CrashAt, World
+from tests.model_cache.cluster import clear_model_workloads
 from tests.model_cache.e2e import CACHES, assert_survivors
 
 pytestmark = pytest.mark.apiserver
@@ -69,6 +70,7 @@ DELETE_STEP = "delete-cache-entry"
 
 
 def clear_cache(world: World) -> None:
+    clear_model_workloads(world.kube)  # a model-serving object left by another test blocks
     world.create_request("clear-model-cache", planId=world.published()["modelCache"]["id"])
 
 
