@@ -168,6 +168,7 @@ def publish_report(state: State, p: Publishing, *, save: bool = True) -> State:
     # this tick's inspection, with the actions as they stand after the tick's own step
     inspection = dict(p.inspection)
     inspection["actions"] = available_actions(ev, p.capabilities, operation_active=active)
+    inspection.setdefault("modelCache", p.capabilities.get("modelCache"))
     report = build_report(
         inspection, node_uid=p.cluster.node_uid, state=state, observed_at=p.now.wall
     )

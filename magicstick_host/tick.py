@@ -48,6 +48,7 @@ from magicstick_host.errors import (
     MagicstickError,
     WaitingError,
 )
+from magicstick_host.model_cache_reads import observe_model_cache
 from magicstick_host.network.view import network_capabilities
 from magicstick_host.ports.clock import Clock, Instant
 from magicstick_host.ports.hostfs import RootedHostFS
@@ -120,6 +121,7 @@ class Tick:
             root=self.d.root,
             capabilities=self.capabilities,
         )
+        self.capabilities.update(observe_model_cache(self.d, state, ev, now, cluster))
         state = self.supervise(state, ev, now, cluster)
         state = self.intake(state, ev, now, cluster)
         state = self.advance(state, ev, now, cluster)

@@ -9,12 +9,14 @@ dashboard see.
    the runtime and registers it;
 3. GPU memory: a bigger firmware carve-out and a dynamic limit, across two restarts;
 4. network: a DHCP→static change confirmed in time, and a wrong Wi-Fi key rolled back.
+5. model cache: a cleanup refused while a model Pod is pending, then done entry by entry.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import secrets
 import shutil
 import subprocess
@@ -283,6 +285,57 @@ def network_demo(work: Path, server: KubeServer, cluster: KubeCluster) -> str:
     print(f"  /etc/netplan byte for byte as before: {after == before}")
     ok = confirmed == "Succeeded" and rolled_back == "RolledBack" and after == before
     return "Succeeded" if ok else "Failed"
+# -- 4. clear-model-cache (issue 12) ------------------------------------------------------------
+GIB = 1024**3
+HUB = "root/.cache/huggingface/hub"
+DEMO_NS = "demo-models"
+
+
+def gib(n: int) -> str:
+    return f"{n / GIB:.2f} GiB"
+
+
+def model_cache_demo(work: Path, server: KubeServer, cluster: KubeCluster) -> str:
+    banner("5. model cache: Hugging Face and Ollama caches; a model that blocks; the cleanup")
+    host = DemoHost(work, server, cluster, "strix-cache", "strix-halo-ubuntu-26.04-model-cache")
+    # weights of a realistic size (allocated, not written): 2 x 1 GiB of Qwen3-8B shards
+    shards = sorted((host.root / HUB / "models--Qwen--Qwen3-8B/blobs").iterdir())
+    for shard in [s for s in shards if s.stat().st_size > 8192][:2]:
+        with shard.open("r+b") as f:
+            os.posix_fallocate(f.fileno(), 0, GIB)
+    host.tick(quiet=True)
+    cache = host.report()["modelCache"]
+    for c in cache["caches"]:
+        print(f"  {c['name']}: {gib(c['usedBytes'])} used, clearable {c['clearable']}")
+    offered = "clear-model-cache" in host.report()["actions"]
+    print(f"  reclaimable {gib(cache['reclaimableBytes'])}; disk {gib(cache['freeBytes'])} free "
+          f"of {gib(cache['totalBytes'])}; cleanup offered: {offered}")
+    print(f"  message: {cache['message']}")
+    cluster.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                   "metadata": {"name": DEMO_NS}})
+    pods = f"/api/v1/namespaces/{DEMO_NS}/pods"
+    cluster.request("POST", pods, {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "qwen3-8b", "labels": {"app": "model"}}, "spec": {"containers": [
+            {"name": "vllm", "image": "example.invalid/vllm:1"}]}})
+    print(f"  a model Pod {DEMO_NS}/qwen3-8b is pending (not scheduled yet)")
+    host.request("clear-model-cache", planId=cache["id"])
+    host.tick(quiet=True)
+    print(f"  tick -> {host.status()['phase']}: {host.status()['message']}")
+    cluster.request("DELETE", f"{pods}/qwen3-8b", {"apiVersion": "v1", "kind": "DeleteOptions",
+                                                   "gracePeriodSeconds": 0})
+    print("  the model Pod is gone; the dashboard asks again")
+    _, old = cluster.request("GET", cluster.hostoperations_path(host.name))
+    cluster.delete_hostoperation(host.name, old["metadata"]["uid"])
+    host.request("clear-model-cache", planId=cache["id"])
+    phase = host.drive()
+    left = sorted(p.name for p in (host.root / HUB).iterdir())
+    print(f"  left in the Hugging Face hub: {left}")
+    after = host.report()["modelCache"]
+    print(f"  now: reclaimable {gib(after['reclaimableBytes'])}, disk {gib(after['freeBytes'])} "
+          f"free; message: {after['message']}")
+    cli("status", "--state-dir", str(host.state), "--node-name", host.node)
+    return phase
+# ------------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str]) -> int:
@@ -300,6 +353,7 @@ def main(argv: list[str]) -> int:
             "prepare-gpu": prepare_demo(work, server, cluster),
             "gpu memory": memory_demo(work, server, cluster),
             "network": network_demo(work, server, cluster),
+            "model cache": model_cache_demo(work, server, cluster),
         }
     banner("done: " + ", ".join(f"{k} {v}" for k, v in results.items()))
     return 0 if all(v == "Succeeded" for v in results.values()) else 1

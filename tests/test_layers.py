@@ -28,7 +28,7 @@ IO_LIBRARIES = frozenset(
     }
 )  # fmt: skip
 DOMAIN_MAY_NOT = ("ports", "effects", "sim", "cli", "collect", "app", "tick", "publish",
-                  "cluster_reads", "profile_store", "schemas")  # fmt: skip
+                  "cluster_reads", "model_cache_reads", "profile_store", "schemas")  # fmt: skip
 
 
 def module_name(path: Path) -> str:

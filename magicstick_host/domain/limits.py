@@ -35,6 +35,13 @@ class Limits:
     kube_read_budget_s: float = 10.0
     # each report heartbeat while a playbook holds the lock, on its own budget
     kube_heartbeat_budget_s: float = 10.0
+    # clear-model-cache (model-cache.md): a walk of both cache roots gives up beyond these
+    model_cache_max_inodes: int = 100_000
+    model_cache_walk_time_s: float = 20.0
+    # the cached inventory: walked again at the latest after this long ...
+    model_cache_rewalk_s: float = 300.0
+    # ... and, when the cheap change check sees a change, no sooner than this after the last walk
+    model_cache_min_walk_interval_s: float = 60.0
 
 
 DEFAULT_LIMITS = Limits()

@@ -102,5 +102,11 @@ def build_report(
 
 
 def report_content_digest_input(report: dict[str, Any]) -> dict[str, Any]:
-    """The report without its timestamp: what "the content changed" means for throttling."""
-    return {k: v for k, v in report.items() if k != "observedAt"}
+    """The report without its timestamp: what "the content changed" means for throttling.
+    The free disk space moves on every tick of a live host: it is refreshed with the minute's
+    write, and is no change of content by itself."""
+    content = {k: v for k, v in report.items() if k != "observedAt"}
+    if isinstance(content.get("modelCache"), dict):
+        content["modelCache"] = {k: v for k, v in content["modelCache"].items()
+                                 if k != "freeBytes"}
+    return content

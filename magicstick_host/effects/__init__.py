@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from magicstick_host.effects.gpu_evidence import refresh_gpu_evidence
+from magicstick_host.effects.model_cache import delete_cache_entry
 from magicstick_host.effects.module import activate_module
 from magicstick_host.effects.playbook import run_playbook
 from magicstick_host.effects.shutdown import schedule_shutdown
@@ -117,6 +118,17 @@ def _activate(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> t
     return activate_module(ports.kube, inputs)
 
 
+def _delete_cache_entry(
+    inputs: dict[str, Any], ports: EffectPorts, request_uid: str
+) -> tuple[bool, str]:
+    identity = inputs["rootIdentity"]
+    out = delete_cache_entry(
+        ports.hostfs.root, str(inputs["root"]), str(inputs["entry"]),
+        (int(identity[0]), int(identity[1])),
+    )
+    return out.ok, f"{out.detail} ({out.freed_bytes} bytes freed)"
+
+
 EFFECTS: dict[str, Effect] = {
     "schedule-shutdown": _shutdown,
     "install-packages": _install_packages,
@@ -124,6 +136,7 @@ EFFECTS: dict[str, Effect] = {
     "write-carveout": _write_carveout,
     "refresh-gpu-evidence": _refresh,
     "activate-module": _activate,
+    "delete-cache-entry": _delete_cache_entry,
 }
 EFFECTS.update({step: _network(step) for step in NETWORK_STEPS})
 

@@ -58,6 +58,7 @@ from magicstick_host.errors import (
     KubePermanentError,
     KubeTemporaryError,
 )
+from magicstick_host.ports.kube_lists import list_or_none
 from magicstick_host.ports.kube_secrets import NetworkSecrets, NetworkSecretsPort
 from magicstick_host.ports.kubeconfig import load_kubeconfig
 
@@ -110,6 +111,9 @@ class KubePort(NetworkSecretsPort, Protocol):
     def patch_module_activation(
         self, namespace: str, name: str, spec: Json, resource_version: str
     ) -> Json: ...
+
+    # -- model-cache blockers: every object of all namespaces; None: the cluster has no such
+    def list_objects(self, api_version: str, plural: str) -> list[Json] | None: ...
 
 
 class Transport(Protocol):
@@ -388,3 +392,8 @@ class RealKube(NetworkSecrets):
         return isinstance(resources, list) and any(
             isinstance(r, dict) and r.get("name") == plural for r in resources
         )
+
+    # -- model-cache blockers (clear-model-cache): paged, ports/kube_lists.py ---------------
+    def list_objects(self, api_version: str, plural: str) -> list[Json] | None:
+        page = lambda path, query: self._request("GET", path, query=query)  # noqa: E731
+        return list_or_none(self, api_version, plural, page)

@@ -207,6 +207,11 @@ class Host:
     # the network (interfaces, LANs, access points, netplan files): sim/network.py; None for
     # hosts whose scenarios do not simulate it (`ip`, `iw`, `netplan` are then not found)
     network: SimNetwork | None = None
+    # --- model caches (sim/model_cache.py): layouts written once at creation, never
+    # re-rendered; extra mount points shown in /proc/self/mountinfo ---
+    model_caches: list[str] = field(default_factory=list)
+    model_cache_blob_bytes: int = 0  # 0: the layouts' default size per weight file
+    mounts: list[str] = field(default_factory=list)
 
     # --- derived facts ---
     def carveout_mib(self) -> int:

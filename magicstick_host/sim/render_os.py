@@ -7,6 +7,7 @@ import uuid
 
 from magicstick_host.sim.entries import Tree
 from magicstick_host.sim.model import BOOT_ID_NAMESPACE, Host, Package, kernel_sort_key
+from magicstick_host.sim.model_cache import render_mounts
 
 ROOT_UUID_NAMESPACE = uuid.uuid5(BOOT_ID_NAMESPACE, "root-filesystem")
 GRUB_HEADER = """\
@@ -63,6 +64,7 @@ def _proc(host: Host, tree: Tree) -> None:
     tree.file("proc/meminfo", meminfo(host))
     tree.file("proc/cpuinfo", cpuinfo(host))
     tree.line("proc/self/cgroup", f"0::{host.cgroup_path}")
+    render_mounts(host, tree)  # /proc/self/mountinfo (sim/model_cache.py)
     nvidia = host.module("nvidia")
     if nvidia is not None and nvidia.version is not None:
         tree.file(

@@ -17,6 +17,7 @@ from magicstick_host.sim.builders import (
 )
 from magicstick_host.sim.memory_playbook import MANAGED_TTM_CONF, managed_ttm_conf
 from magicstick_host.sim.model import Host, Kernel, Module, Package, PciDevice
+from magicstick_host.sim.model_cache import MODEL_CACHE_SCENARIOS
 from magicstick_host.sim.network_scenarios import NETWORK_SCENARIOS
 
 OLD_26 = "6.17.0-8-generic"
@@ -301,6 +302,9 @@ _TABLE: list[tuple[str, str, Callable[[str, str], Host]]] = [
     # hosts with a simulated network (ip, iw, netplan): sim/network_scenarios.py
     *NETWORK_SCENARIOS,
 ]
+
+
+_TABLE += MODEL_CACHE_SCENARIOS  # hosts with model caches, hostile ones included
 
 
 def _scenario(name: str, description: str, build: Callable[[str, str], Host]) -> Scenario:

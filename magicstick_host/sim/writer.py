@@ -24,6 +24,7 @@ from magicstick_host.sim.codec import host_from_dict, host_to_dict
 from magicstick_host.sim.entries import Dir, Entry, File, Link, Socket
 from magicstick_host.sim.faults import CARVEOUT_WRITE
 from magicstick_host.sim.model import Host, default_boot_id
+from magicstick_host.sim.model_cache import populate_model_caches
 from magicstick_host.sim.network import take_back_netplan
 from magicstick_host.sim.render import render
 from magicstick_host.sim.scenarios import SCENARIOS
@@ -58,6 +59,7 @@ def create_host(name: str, directory: Path, *, boot_id: str | None = None) -> No
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".partial", dir=parent))
     try:
         write_host(host, tmp)
+        populate_model_caches(host, tmp)  # once: a cache is never re-rendered
         os.chmod(tmp, 0o755)
         os.replace(tmp, directory)  # replaces an empty directory atomically
     except BaseException:

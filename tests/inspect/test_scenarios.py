@@ -43,6 +43,11 @@ EXPECTED: dict[str, tuple[str, dict[str, str], bool, tuple[str, bool] | None, bo
     "strix-halo-pci-missing-vendor": ("blocked", NONE, False, None, False),
     # the network hosts (sim/network_scenarios.py) are the ready 26.04 appliance
     **{name: ("ready", NONE, False, None, True) for name, _, _ in NETWORK_SCENARIOS},
+    # model caches (sim/model_cache.py) on the ready host: the GPU plan is unaffected
+    "strix-halo-ubuntu-26.04-model-cache": ("ready", NONE, False, None, True),
+    "strix-halo-ubuntu-26.04-model-cache-symlinked-root": ("ready", NONE, False, None, True),
+    "strix-halo-ubuntu-26.04-model-cache-symlink-inside": ("ready", NONE, False, None, True),
+    "strix-halo-ubuntu-26.04-model-cache-nested-mount": ("ready", NONE, False, None, True),
 }
 PLAN_FIELDS = {
     "state", "message", "profileId", "profileVersion", "gpuProfile", "experimental",

@@ -21,6 +21,8 @@ import pytest
 
 from magicstick_host.sim.writer import load_host, write_host
 from tests.harness.world import CrashAt, World
+from tests.model_cache.cluster import clear_model_workloads
+from tests.model_cache.e2e import CACHES, assert_survivors
 
 pytestmark = pytest.mark.apiserver
 
@@ -69,6 +71,33 @@ CASES: dict[str, tuple[str, Callable[[World], None]]] = {
     "configure-gpu-memory": (READY, memory),
     "scan-wifi": ("network-ethernet-dhcp", scan),
 }
+# -- clear-model-cache (issue 12): a deletion found without its outcome is never resumed, so a
+# crash anywhere from its intent to its saved outcome ends Interrupted; nothing is deleted
+# twice, and nothing but the allowed entries ever is
+DELETE_STEP = "delete-cache-entry"
+
+
+def clear_cache(world: World) -> None:
+    clear_model_workloads(world.kube)  # a model-serving object left by another test blocks
+    world.create_request("clear-model-cache", planId=world.published()["modelCache"]["id"])
+
+
+CASES["clear-model-cache"] = (CACHES, clear_cache)
+
+
+def never_resumed(case: str, point: str) -> bool:
+    return case == "clear-model-cache" and point in (
+        f"after-effect:{DELETE_STEP}", f"before-save:outcome:{DELETE_STEP}")
+
+
+def assert_cache_entries_deleted_once(world: World) -> None:
+    op = world.state().operation
+    assert op is not None
+    tried = [s.inputs["entry"] for s in op.steps if s.name == DELETE_STEP]
+    assert len(tried) == len(set(tried)), tried
+    assert_survivors(world)
+# ----------------------------------------------------------------------------------------
+
 # a step whose outcome does not matter to the operation: an interrupted one is noted, not fatal
 HARMLESS_STEPS = ("refresh-gpu-evidence",)
 OUTCOMES: Counter[tuple[str, str]] = Counter()
@@ -78,6 +107,7 @@ def effect_counts(world: World) -> Counter[str]:
     counted: Counter[str] = Counter(e["effect"] for e in world.effects())
     op = world.state().operation
     if op is not None:
+        counted[DELETE_STEP] = sum(1 for s in op.steps if s.name == DELETE_STEP)
         counted["write-carveout"] = sum(1 for s in op.steps if s.name == "write-carveout"
                                         and s.outcome in ("done", "classified-done"))
     return counted
@@ -116,13 +146,16 @@ def test_every_crash_point(tmp_path: Path, kube: Any, case: str) -> None:
         assert op is not None and op.phase == final
         for effect, times in effect_counts(world).items():
             assert times <= expected_effects[effect], f"crash at {point}: {effect} x{times}"
-        expected = "Interrupted" if between_intent_and_effect(point) else "Succeeded"
+        interrupted = between_intent_and_effect(point) or never_resumed(case, point)
+        expected = "Interrupted" if interrupted else "Succeeded"
         assert final == expected, f"crash at #{index} {point}: {final}: {op.message}"
         # written but not yet active: the next restart will apply it, and the message says so
         data = op.to_json()["data"]
         if final == "Interrupted" and data.get("carveoutWritten") \
                 and data.get("stage") == "carveout":
             assert "pending and will take effect at the next restart" in op.message, point
+        if case == "clear-model-cache":
+            assert_cache_entries_deleted_once(world)
         obj = world.hostop()
         assert obj is not None and obj["status"]["phase"] == op.phase, point
         assert obj["status"]["requestId"] == op.request_id

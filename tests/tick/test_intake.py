@@ -142,7 +142,6 @@ def test_a_valid_request_of_each_handled_action_is_accepted(action: str) -> None
         (request(action="install-updates"), "not handled by this host worker"),
         (request(action="check-software-channel"), "not handled by this host worker"),
         (request(action="configure-network"), "needs networkRef"),
-        (request(action="clear-model-cache"), "not available on this host yet"),
         (request(action="format-disk"), "Unknown action"),
         (request(extraField=1), "do not belong to reboot"),
         (request(gpuMemory={"carveoutIndex": 1, "dynamicLimitMi": 1024}), "do not belong"),

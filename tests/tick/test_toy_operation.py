@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from magicstick_host.domain import intake
 from magicstick_host.domain.operations.registry import OPERATIONS
 from magicstick_host.effects import EFFECTS, EffectPorts
 from tests.domain.toy_operation import TOY, TOY_STEP, ToyData, toy_capability_id
@@ -48,8 +49,12 @@ def test_a_toy_operation_runs_end_to_end(
 
 
 def test_without_its_registration_the_action_is_not_offered_and_is_rejected(
-    tmp_path: Path, kube: Any
+    tmp_path: Path, kube: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the toy stands in for clear-model-cache, which the real worker now runs: unregistered
+    # again here, as it was before its module existed
+    monkeypatch.delitem(OPERATIONS, TOY.action)
+    monkeypatch.setattr(intake, "NOT_YET_ACTIONS", (*intake.NOT_YET_ACTIONS, TOY.action))
     world = World(tmp_path, kube, READY)
     assert TOY.action not in world.published()["actions"]
     world.create_request(TOY.action, planId=toy_capability_id(world.node_uid))

@@ -8,6 +8,7 @@ module spells an action name. The order is the report's `actions` order.
 
 from __future__ import annotations
 
+from magicstick_host.domain.operations.clear_model_cache import CLEAR_MODEL_CACHE
 from magicstick_host.domain.operations.configure_gpu_memory import CONFIGURE_GPU_MEMORY
 from magicstick_host.domain.operations.configure_network import CONFIGURE_NETWORK
 from magicstick_host.domain.operations.kind import OperationKind
@@ -18,11 +19,11 @@ from magicstick_host.domain.records import NoData
 
 OPERATIONS: dict[str, OperationKind] = {
     kind.action: kind
-    for kind in (PREPARE_GPU, CONFIGURE_GPU_MEMORY, REBOOT, POWEROFF,
+    for kind in (PREPARE_GPU, CONFIGURE_GPU_MEMORY, REBOOT, POWEROFF, CLEAR_MODEL_CACHE,
                  CONFIGURE_NETWORK, SCAN_WIFI)
 }
 # the contract's actions this worker does not run yet: "not available on this host yet"
-NOT_YET_ACTIONS = ("clear-model-cache",)
+NOT_YET_ACTIONS: tuple[str, ...] = ()
 # other appliance services' actions (contract.md): "not handled by this host worker"
 FOREIGN_ACTIONS = (
     "configure-updates",

@@ -1,0 +1,119 @@
+"""The model caches as evidence: which two roots, what may be deleted, what a walk found.
+
+model-cache.md, "Scope": two fixed caches, nothing else. Only the top-level entries named here
+are ever deleted; credentials (`token`, `stored_tokens`), `datasets--*` and anything else next
+to them stay. The request carries no path: every path the cleanup touches comes from here.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from magicstick_host.domain.parsers.mountinfo import Mount
+
+_HF_MODEL = re.compile(r"models--[A-Za-z0-9_.-]+")
+OLLAMA_ENTRIES = ("blobs", "manifests")
+
+
+@dataclass(frozen=True)
+class CacheRootSpec:
+    id: str
+    name: str  # shown on the dashboard
+    path: str  # the host path of the root, normalised
+
+    def clearable(self, entry: str) -> bool:
+        """Whether the top-level entry `entry` of this root is one the cleanup deletes."""
+        if self.id == "huggingface":
+            return _HF_MODEL.fullmatch(entry) is not None
+        if self.id == "ollama":
+            return entry in OLLAMA_ENTRIES
+        return False
+
+
+HUGGINGFACE = CacheRootSpec("huggingface", "Hugging Face / vLLM", "/root/.cache/huggingface/hub")
+OLLAMA = CacheRootSpec("ollama", "Ollama", "/root/.ollama/models")
+CACHE_ROOTS = (HUGGINGFACE, OLLAMA)
+CACHE_ROOTS_BY_ID = {spec.id: spec for spec in CACHE_ROOTS}
+
+
+def clearable_entry(cache_id: str, entry: str) -> bool:
+    """The one allow-list, shared by the inventory and the deletion effect."""
+    spec = CACHE_ROOTS_BY_ID.get(cache_id)
+    return spec is not None and "/" not in entry and spec.clearable(entry)
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """A top-level entry of a cache root."""
+
+    name: str
+    bytes: int  # allocated bytes below (and of) it, each inode counted once
+    clearable: bool
+
+
+@dataclass(frozen=True)
+class RootInventory:
+    id: str
+    # (st_dev, st_ino) of the root directory; None when it is absent (an empty cache)
+    identity: tuple[int, int] | None
+    used_bytes: int = 0
+    entries: tuple[CacheEntry, ...] = ()
+
+    @property
+    def reclaimable_bytes(self) -> int:
+        return sum(e.bytes for e in self.entries if e.clearable)
+
+    @property
+    def clearable_entries(self) -> tuple[CacheEntry, ...]:
+        return tuple(e for e in self.entries if e.clearable)
+
+
+@dataclass(frozen=True)
+class CacheInventory:
+    """What one walk of both roots found. `problem` is why it cannot be trusted ("" if it
+    can): then the sizes are incomplete and nothing may be offered or deleted."""
+
+    roots: tuple[RootInventory, ...]
+    total_bytes: int | None = None  # of the filesystem holding `/`
+    free_bytes: int | None = None
+    problem: str = ""
+    inodes: int = 0
+
+    @property
+    def trusted(self) -> bool:
+        return not self.problem
+
+    def root(self, cache_id: str) -> RootInventory | None:
+        return next((r for r in self.roots if r.id == cache_id), None)
+
+    @property
+    def reclaimable_bytes(self) -> int:
+        return sum(r.reclaimable_bytes for r in self.roots)
+
+
+def normalise_path(path: str) -> str:
+    """An absolute path with `//`, `.` and `..` resolved lexically (`//root` is `/root`,
+    `/a/../..` is `/`). POSIX keeps a leading `//` in normpath; the kernel does not."""
+    return posixpath.normpath("/" + path.lstrip("/"))
+
+
+def below(path: str, root: str) -> bool:
+    """`path` is strictly inside `root` (both normalised)."""
+    return path != root and (root == "/" or path.startswith(root + "/"))
+
+
+def nested_mount(mounts: Iterable[Mount], specs: Iterable[CacheRootSpec] = CACHE_ROOTS) -> str:
+    """Why the mount table rules out a cleanup, or "": a filesystem mounted strictly below a
+    root would have its content deleted with the cache. A mount exactly at a root (the root
+    is its own filesystem, or a bind mount of it such as systemd's ReadWritePaths=) is fine:
+    the walk and the deletion stay on that one mount."""
+    specs = tuple(specs)
+    for mount in mounts:
+        point = normalise_path(mount.mount_point)
+        for spec in specs:
+            if below(point, spec.path):
+                return f"a separate filesystem is mounted at {point} inside the {spec.name} cache"
+    return ""

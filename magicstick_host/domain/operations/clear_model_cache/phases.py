@@ -1,0 +1,136 @@
+"""clear-model-cache, phase by phase (model-cache.md, "The operation", steps 2-4).
+
+Accepted → Preparing: the caches walked again and every check of intake repeated on fresh
+facts; the entries to delete are fixed then. Applying: one entry per tick, with the blockers
+and the mount table (a fresh walk) looked at before each; a blocker stops it with the rest
+kept. A deletion whose outcome was never recorded is never resumed (classify).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from magicstick_host.domain.decisions import (
+    ClassifiedStep,
+    Decision,
+    RunStep,
+    SetPhase,
+    Situation,
+    Wait,
+)
+from magicstick_host.domain.model_cache import BLOCKED_MESSAGE, approx_gib
+from magicstick_host.domain.model_cache_cleanup import (
+    DeleteNext,
+    interrupted_message,
+    kept_summary,
+    next_step,
+    plan_entries,
+)
+from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS_BY_ID
+from magicstick_host.domain.operations.clear_model_cache.data import (
+    data_of,
+    planned,
+    remaining_entries,
+)
+from magicstick_host.domain.operations.clear_model_cache.request import facts_of
+from magicstick_host.domain.phase import Phase
+from magicstick_host.domain.state import Operation
+
+DELETE_STEP = "delete-cache-entry"
+NOTHING_DELETED = "Nothing was deleted."
+WAIT_FRESH = "Waiting for a fresh look at the model caches and the model deployments."
+TAMPERED = ("The recorded cleanup names an entry that is not a model-cache entry; the "
+            "cleanup stopped and the remaining cache files were kept.")
+
+
+def accepted(op: Operation, now: Situation) -> Decision:
+    return SetPhase(Phase.PREPARING, "Checking the model caches again before anything is "
+                    "deleted.")
+
+
+def preparing(op: Operation, now: Situation) -> Decision:
+    facts = facts_of(now.capabilities)
+    if facts is None or not facts.fresh:
+        return Wait(WAIT_FRESH)
+    data, inventory, blockers = data_of(op), facts.inventory, facts.blockers
+    if not inventory.trusted:
+        return SetPhase(Phase.FAILED, f"The model caches cannot be checked safely: "
+                        f"{inventory.problem}. {NOTHING_DELETED}")
+    if facts.section.get("id") != op.plan_id:
+        return SetPhase(Phase.FAILED, "The model caches changed since they were reviewed (a "
+                        f"cache directory was replaced). {NOTHING_DELETED}")
+    if blockers.error:
+        return SetPhase(Phase.FAILED, f"The cleanup cannot start: {blockers.summary()}, so it "
+                        f"cannot be told whether a model is using the caches. {NOTHING_DELETED}")
+    if blockers.found:
+        return SetPhase(Phase.FAILED, f"{BLOCKED_MESSAGE} Blocking: {blockers.summary()}. "
+                        f"{NOTHING_DELETED}")
+    entries = plan_entries(inventory)
+    if not entries:
+        return SetPhase(Phase.SUCCEEDED, f"The model caches were already empty. "
+                        f"{NOTHING_DELETED}")
+    total = sum(e.bytes for e in entries)
+    what = "entry" if len(entries) == 1 else "entries"
+    return SetPhase(
+        Phase.APPLYING,
+        f"Deleting {len(entries)} model-cache {what} (about {approx_gib(total)}), one at a "
+        "time.",
+        data=replace(data, planned=True, remaining=planned(entries)),
+    )
+
+
+def applying(op: Operation, now: Situation) -> Decision:
+    facts = facts_of(now.capabilities)
+    if facts is None or not facts.fresh:
+        return Wait(WAIT_FRESH)
+    data = data_of(op)
+    remaining = remaining_entries(data)
+    if remaining is None:
+        return SetPhase(Phase.FAILED, TAMPERED)
+    step = next_step(
+        remaining,
+        blockers=facts.blockers,
+        mount_problem=facts.inventory.problem,
+        freed=data.freed_bytes,
+    )
+    if not isinstance(step, DeleteNext):
+        return SetPhase(Phase(step.phase), step.message)
+    entry = step.entry
+    left = remaining[1:]
+    freed = data.freed_bytes + entry.bytes
+    after = f"{len(left)} left" if left else "none left"
+    return RunStep(
+        step=DELETE_STEP,
+        inputs={
+            "cache": entry.cache,
+            "root": CACHE_ROOTS_BY_ID[entry.cache].path,
+            "entry": entry.name,
+            "rootIdentity": list(entry.root_identity),
+        },
+        phase_on_done=Phase.APPLYING,
+        message_on_done=(f"Deleted {entry.path} ({after}; about {approx_gib(freed)} freed so "
+                         "far)."),
+        # the effect's reason is appended
+        message_on_failure=(f"Deleting {entry.path} stopped; remaining cache files were kept. "
+                            f"{kept_summary(remaining, data.freed_bytes)} Reason:"),
+        data_on_done=replace(data, remaining=list(data.remaining[1:]), deleted=data.deleted + 1,
+                             freed_bytes=freed),
+    )
+
+
+def classify(op: Operation, now: Situation) -> ClassifiedStep | Wait:
+    """Found in progress after a crash: the deletion may have happened, partly or wholly; it
+    is never resumed, and nothing is deleted again."""
+    data = data_of(op)
+    remaining = remaining_entries(data)
+    step = op.open_step
+    assert step is not None
+    if not remaining:
+        message = TAMPERED
+    else:
+        message = interrupted_message(remaining[0], remaining, data.freed_bytes)
+    return ClassifiedStep(
+        "unknown",
+        f"{step.name} of {step.inputs.get('entry')!r} has no recorded outcome",
+        SetPhase(Phase.INTERRUPTED, message, outcome="uncertain"),
+    )
