@@ -113,14 +113,8 @@ class Tick:
         cluster = self.read_cluster(state)
         self.capabilities = host_capabilities(ev, self.d.profiles, self.d.limits)
         self.capabilities.update(network_capabilities(self.d, state.operation, ev, cluster, now))
-        self.inspection = build_inspection(
-            ev,
-            self.d.profiles,
-            self.d.limits,
-            observed_at=now.wall,
-            root=self.d.root,
-            capabilities=self.capabilities,
-        )
+        self.inspection = build_inspection(ev, self.d.profiles, self.d.limits, observed_at=now.wall,
+                                           root=self.d.root, capabilities=self.capabilities)
         self.capabilities.update(observe_model_cache(self.d, state, ev, now, cluster))
         state = self.supervise(state, ev, now, cluster)
         state = self.intake(state, ev, now, cluster)
