@@ -1,0 +1,174 @@
+"""One simulated host of the soak: its root, state directory, Node, proxy, and the real CLI.
+
+The tick and `status --json` run as subprocesses of the installed `magicstick-host`, exactly as
+the systemd unit runs them (with `--executor sim` on the simulated root). A tick may be
+SIGKILLed: after a delay, as soon as a new step intent is saved, or as soon as the host logs an
+effect; and it is always killed at the hard limit, which is itself a violation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from magicstick_host.ports.kube import hostoperation_name
+from magicstick_host.sim.boot import boot_host
+from magicstick_host.sim.writer import create_host, load_host, write_host
+from tests.soak.invariants import KILLED, TickRun
+from tests.soak.observe import EffectsTail
+from tests.soak.proxy import FaultProxy
+from tests.soak.schedule import Kill
+
+EXE = str(Path(sys.executable).parent / "magicstick-host")
+# captured at import: the test suite's subprocess guard patches subprocess.Popen per test
+_POPEN = subprocess.Popen
+STATUS_TIMEOUT_S = 30.0
+Json = dict[str, Any]
+Seen = tuple[int, int, int] | None
+
+
+def _open_steps(state_path: Path) -> set[tuple[str, str]] | None:
+    """The (step, startedAt) intents without an outcome in a state file; None if unreadable."""
+    try:
+        doc = json.loads(state_path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    op = (doc or {}).get("operation") or {}
+    return {(s.get("name"), s.get("startedAt")) for s in op.get("steps") or []
+            if s.get("outcome") is None}
+
+
+class SoakHost:
+    def __init__(self, work: Path, name: str, scenario: str, cluster: Any,
+                 proxy: FaultProxy, kubeconfig: Path) -> None:
+        self.name, self.scenario = name, scenario
+        self.root, self.state_dir = work / "host", work / "state"
+        self.cluster, self.proxy, self.kubeconfig = cluster, proxy, kubeconfig
+        create_host(scenario, self.root)
+        host = load_host(self.root)
+        node = cluster.create_node(name, boot_id=host.boot_id, kernel=host.kernel.release)
+        self.node_uid: str = node["metadata"]["uid"]
+        self.request_name = hostoperation_name(self.node_uid)
+        self.effects = EffectsTail(self.root)
+        self.kubelet_behind = False
+
+    # -- the simulated machine ----------------------------------------------------------------
+
+    @property
+    def boot_id(self) -> str:
+        return load_host(self.root).boot_id
+
+    def shutdown_scheduled(self) -> Any:
+        return load_host(self.root).shutdown
+
+    def boot(self, *, kubelet_lag: bool) -> str:
+        """The host starts again; the kubelet reports it now, or a tick later."""
+        new = boot_host(self.root)
+        self.kubelet_behind = True
+        if not kubelet_lag:
+            self.kubelet_catch_up()
+        return new
+
+    def kubelet_catch_up(self) -> None:
+        if not self.kubelet_behind:
+            return
+        host = load_host(self.root)
+        # a restarted kubelet reports afresh: no device plugin has registered a GPU yet
+        self.cluster.set_node_info(self.name, boot_id=host.boot_id, kernel=host.kernel.release,
+                                   allocatable={})
+        self.kubelet_behind = False
+
+    def arm_host_fault(self, fault: str) -> bool:
+        host = load_host(self.root)
+        if fault in host.faults:
+            return False
+        host.faults.append(fault)
+        write_host(host, self.root)
+        return True
+
+    # -- the CLI ------------------------------------------------------------------------------
+
+    def tick_argv(self) -> list[str]:
+        return [EXE, "tick", "--executor", "sim", "--root", str(self.root), "--state-dir",
+                str(self.state_dir), "--kubeconfig", str(self.kubeconfig), "--node-name",
+                self.name]
+
+    def run_tick(self, kill: Kill | None, hard_limit_s: float) -> TickRun:
+        state_path = self.state_dir / "state.json"
+        before = _open_steps(state_path) or set()
+        effects_size = self.effects.size()
+        last_seen: Seen = None
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            started = time.monotonic()
+            proc = _POPEN(self.tick_argv(), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                          start_new_session=True)
+            killed = over = False
+            while proc.poll() is None:
+                elapsed = time.monotonic() - started
+                if elapsed > hard_limit_s:
+                    over = True
+                    break
+                if kill is not None:
+                    due, last_seen = self._kill_due(kill, elapsed, state_path, before,
+                                                     effects_size, last_seen)
+                    if due:
+                        killed = True
+                        break
+                time.sleep(0.002 if kill is not None else 0.01)
+            if killed or over:
+                os.killpg(proc.pid, signal.SIGKILL)
+            code = proc.wait()
+            wall = time.monotonic() - started
+            err.seek(0)
+            stderr = err.read().decode(errors="replace")
+        if killed and code != KILLED:
+            killed = False  # it had exited by itself just before the signal
+        return TickRun(exit_code=code, wall_s=wall, stderr=stderr, killed=killed or over,
+                       over_bound=over)
+
+    def _kill_due(self, kill: Kill, elapsed: float, state_path: Path,
+                  before: set[tuple[str, str]], effects_size: int,
+                  last_seen: Seen) -> tuple[bool, Seen]:
+        """(kill now?, the state file's identity as last seen)."""
+        if kill.kind == "timed":
+            return elapsed >= kill.delay_s, last_seen
+        if kill.kind == "on-effect":
+            return self.effects.size() > effects_size, last_seen
+        try:
+            st = os.stat(state_path)
+        except FileNotFoundError:
+            return False, None
+        seen = (st.st_ino, st.st_mtime_ns, st.st_size)  # inode numbers are reused
+        if seen == last_seen:
+            return False, seen  # not replaced since the last look
+        steps = _open_steps(state_path)
+        return bool(steps and steps - before), seen
+
+    def status(self) -> tuple[int, Json | None, str]:
+        argv = [EXE, "status", "--json", "--state-dir", str(self.state_dir), "--node-name",
+                self.name]
+        try:
+            proc = subprocess.run(argv, capture_output=True, timeout=STATUS_TIMEOUT_S,
+                                  check=False, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return -1, None, f"status --json did not answer in {STATUS_TIMEOUT_S:.0f} s"
+        stderr = proc.stderr.decode(errors="replace")
+        try:
+            doc = json.loads(proc.stdout)
+        except ValueError:
+            return proc.returncode, None, stderr or proc.stdout.decode(errors="replace")[:600]
+        return proc.returncode, doc if isinstance(doc, dict) else None, stderr
+
+    def recover(self) -> tuple[int, str]:
+        argv = [EXE, "recover", "--root", str(self.root), "--state-dir", str(self.state_dir),
+                "--node-name", self.name, "--confirm", self.name]
+        proc = subprocess.run(argv, capture_output=True, timeout=120, check=False,
+                              stdin=subprocess.DEVNULL, text=True)
+        return proc.returncode, (proc.stdout + proc.stderr).strip()[-600:]
