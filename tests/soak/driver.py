@@ -79,7 +79,7 @@ class SoakSettings:
 class HostDriver:
     def __init__(self, host: SoakHost, settings: SoakSettings, operator: Operator) -> None:
         self.host, self.s, self.operator = host, settings, operator
-        self.ledger = HostLedger(host.name, settings.bound_s)
+        self.ledger = HostLedger(host.key, settings.bound_s)
         self.counts = Counts()
         self.state: State | None = None
         self.shutdown_countdown: int | None = None
@@ -145,7 +145,7 @@ class HostDriver:
     # -- one tick -----------------------------------------------------------------------------
 
     def tick(self, n: int) -> None:
-        plan = plan_tick(self.s.seed, self.host.name, n, self.typical_tick_s)
+        plan = plan_tick(self.s.seed, self.host.key, n, self.typical_tick_s)
         rng = random.Random(plan.rng_seed)
         self._between(plan, rng)
         host = self.host

@@ -46,9 +46,10 @@ def _open_steps(state_path: Path) -> set[tuple[str, str]] | None:
 
 
 class SoakHost:
-    def __init__(self, work: Path, name: str, scenario: str, cluster: Any,
+    def __init__(self, work: Path, key: str, name: str, scenario: str, cluster: Any,
                  proxy: FaultProxy, kubeconfig: Path) -> None:
-        self.name, self.scenario = name, scenario
+        # `key` ("host-0") names the host in the fault schedule: stable across runs
+        self.key, self.name, self.scenario = key, name, scenario
         self.root, self.state_dir = work / "host", work / "state"
         self.cluster, self.proxy, self.kubeconfig = cluster, proxy, kubeconfig
         create_host(scenario, self.root)

@@ -27,6 +27,7 @@ from magicstick_host.domain.state import TERMINAL_PHASES, State
 from tests.soak.actions import BY_NAME
 
 Json = dict[str, Any]
+Finding = tuple[str, str]  # (rule, evidence)
 
 # what the worker may exit with (errors.py): ok, state blocked, Kubernetes unavailable, effect
 # failed, busy, waiting. 3 (bad input) never fits: the soak passes only valid input.
@@ -112,28 +113,29 @@ def effect_key(effect: Json) -> str:
 
 
 def check_tick(ledger: HostLedger, obs: Observation) -> list[Violation]:
-    found: list[str] = []
+    found: list[Finding] = []
     found += _exit_code(ledger, obs)
     found += _state_loads(obs)
     found += _effects(ledger, obs)
     found += _terminal(ledger, obs)
     found += _journal(ledger, obs)
-    return [Violation(ledger.host, obs.tick, *item.split(": ", 1)) for item in found]
+    return [Violation(ledger.host, obs.tick, rule, evidence) for rule, evidence in found]
 
 
-def _exit_code(ledger: HostLedger, obs: Observation) -> list[str]:
+def _exit_code(ledger: HostLedger, obs: Observation) -> list[Finding]:
     run = obs.run
     out = []
     ledger.max_wall_s = max(ledger.max_wall_s, run.wall_s)
     if run.over_bound or run.wall_s > ledger.bound_s:
-        out.append(f"tick over its bound: {run.wall_s:.1f} s > {ledger.bound_s:.0f} s")
+        out.append(("tick over its bound", f"{run.wall_s:.1f} s > {ledger.bound_s:.0f} s"))
     died = run.killed or (run.exit_code == SIM_CRASH_EXIT and _sim_crash(obs))
+    stderr = run.stderr.strip()[-600:]
     if run.exit_code == 70:
-        out.append(f"exit code 70: {run.stderr.strip()[-600:]}")
+        out.append(("exit code 70", stderr))
     elif not died and run.exit_code not in TICK_EXIT_CODES:
-        out.append(f"undocumented tick exit code: {run.exit_code}: {run.stderr.strip()[-600:]}")
+        out.append(("undocumented tick exit code", f"{run.exit_code}: {stderr}"))
     if "Traceback" in run.stderr and not _sim_crash(obs):
-        out.append(f"traceback on stderr: {run.stderr.strip()[-600:]}")
+        out.append(("traceback on stderr", stderr))
     return out
 
 
@@ -143,75 +145,77 @@ def _sim_crash(obs: Observation) -> bool:
     )
 
 
-def _state_loads(obs: Observation) -> list[str]:
+def _state_loads(obs: Observation) -> list[Finding]:
     out = []
     if obs.state_error:
-        out.append(f"state does not load: {obs.state_error}")
+        out.append(("state does not load", obs.state_error))
     doc = obs.status_doc
     if obs.status_exit not in STATUS_EXIT_CODES or doc is None:
-        out.append(f"status --json failed: exit {obs.status_exit}: {obs.status_stderr[-600:]}")
+        out.append(("status --json failed", f"exit {obs.status_exit}: {obs.status_stderr[-600:]}"))
         return out
     if doc.get("stateError"):
-        out.append(f"status shows a state error: {doc['stateError']}")
+        out.append(("status shows a state error", str(doc["stateError"])))
     block = doc.get("block")
     if isinstance(block, dict):
         code = block.get("code")
         if code not in DOCUMENTED_BLOCKS:
-            out.append(f"undocumented block: {block}")
+            out.append(("undocumented block", str(block)))
         elif code == "state-corrupt":
-            out.append(f"state corrupt although only the worker writes it: {block}")
+            out.append(("state corrupt although only the worker writes it", str(block)))
     return out
 
 
-def _effects(ledger: HostLedger, obs: Observation) -> list[str]:
-    out = []
+def _effects(ledger: HostLedger, obs: Observation) -> list[Finding]:
+    out: list[Finding] = []
     op = obs.state.operation if obs.state else None
     processed = {p.request_uid: p.phase for p in obs.state.processed} if obs.state else {}
+    unexplained = "effect without an accepted request"
     for effect in obs.effects:
         key = effect_key(effect)
         if key not in EFFECT_STEPS:
-            out.append(f"unknown effect on the host: {effect}")
+            out.append(("unknown effect on the host", str(effect)))
             continue
         step = EFFECT_STEPS[key]
         if step is None:
             continue
         if op is None:
-            out.append(f"effect without an accepted request: {key} {effect} (no operation)")
+            out.append((unexplained, f"{key} {effect} (no operation)"))
             continue
         rid = op.request_id
         action = BY_NAME.get(op.action)
         if rid not in ledger.asked:
-            out.append(f"effect without an accepted request: {key} for {rid}, never asked for")
+            out.append((unexplained, f"{key} for {rid}, never asked for"))
         if processed.get(op.request_uid) == "Rejected":
-            out.append(f"effect of a rejected request: {key} for {rid}")
+            out.append(("effect of a rejected request", f"{key} for {rid}"))
         if action is None or step not in action.steps:
-            out.append(f"effect foreign to the action: {key} during {op.action} {rid}")
+            out.append(("effect foreign to the action", f"{key} during {op.action} {rid}"))
         intents = [s for s in op.steps if s.name == step]
         if not any(s.boot_id == effect.get("bootId") for s in intents):
-            out.append(f"effect without a saved intent of this boot: {key} boot "
-                       f"{effect.get('bootId')} for {rid}; intents {[s.boot_id for s in intents]}")
+            out.append(("effect without a saved intent of this boot",
+                        f"{key} boot {effect.get('bootId')} for {rid}; intents of boots "
+                        f"{[s.boot_id for s in intents]}"))
         used = ledger.effects_by_step.setdefault(rid, Counter())
         used[step] += 1
         if used[step] > len(intents):
-            out.append(f"step replayed: {step} ran {used[step]} times for {rid}, "
-                       f"{len(intents)} intents")
+            out.append(("step replayed",
+                        f"{step} ran {used[step]} times for {rid}, {len(intents)} intents"))
         if key == "shutdown":
             ledger.restarts[rid] += 1
     if obs.shutdown_appeared and op is not None and not any(
             effect_key(e) == "shutdown" for e in obs.effects):
         ledger.restarts[op.request_id] += 1  # scheduled, though the log missed it
     if obs.shutdown_appeared and op is None:
-        out.append("effect without an accepted request: a shutdown was scheduled, no operation")
+        out.append((unexplained, "a shutdown was scheduled with no operation in the state"))
     if op is not None:
         budget = BY_NAME[op.action].restart_budget if op.action in BY_NAME else 0
         used_restarts = ledger.restarts[op.request_id]
         if used_restarts > budget:
-            out.append(f"restart budget exceeded: {used_restarts} restarts for {op.action} "
-                       f"{op.request_id}, budget {budget}")
+            out.append(("restart budget exceeded", f"{used_restarts} restarts for {op.action} "
+                        f"{op.request_id}, budget {budget}"))
     return out
 
 
-def _terminal(ledger: HostLedger, obs: Observation) -> list[str]:
+def _terminal(ledger: HostLedger, obs: Observation) -> list[Finding]:
     out = []
     seen: list[tuple[str, str, str]] = []  # (uid, phase, where)
     if obs.state is not None:
@@ -223,23 +227,23 @@ def _terminal(ledger: HostLedger, obs: Observation) -> list[str]:
     for uid, phase, where in seen:
         first = ledger.local_terminal.setdefault(uid, phase)
         if first != phase:
-            out.append(f"terminal phase changed locally: {where} was {first}, now {phase}")
+            out.append(("terminal phase changed locally", f"{where} was {first}, now {phase}"))
     if obs.hostop is not None:
         uid = str(obs.hostop.get("metadata", {}).get("uid", ""))
         phase = str((obs.hostop.get("status") or {}).get("phase", ""))
         if phase in TERMINAL_PHASES:
             first = ledger.api_terminal.setdefault(uid, phase)
             if first != phase:
-                out.append(f"terminal phase changed in the HostOperation status: {uid} was "
-                           f"{first}, now {phase}")
+                out.append(("terminal phase changed in the HostOperation status",
+                            f"{uid} was {first}, now {phase}"))
             local = ledger.local_terminal.get(uid)
             if local is not None and local != phase:
-                out.append(f"HostOperation status {phase} disagrees with the local terminal "
-                           f"phase {local} of {uid}")
+                out.append(("HostOperation status disagrees with the local terminal phase",
+                            f"{uid}: status {phase}, local {local}"))
     return out
 
 
-def _journal(ledger: HostLedger, obs: Observation) -> list[str]:
+def _journal(ledger: HostLedger, obs: Observation) -> list[Finding]:
     op = obs.state.operation if obs.state else None
     if op is not None:
         ledger.transitions.add((op.request_id, op.phase))
@@ -252,16 +256,16 @@ def _journal(ledger: HostLedger, obs: Observation) -> list[str]:
     missing = sorted(t for t in ledger.transitions - have if t not in ledger.journal_reported)
     for rid, phase in missing:
         ledger.journal_reported.add((rid, phase))
-        out.append(f"journal incomplete: no entry for {rid} in phase {phase}")
+        out.append(("journal incomplete", f"no entry for {rid} in phase {phase}"))
     for rid in sorted(ledger.accepted_ops - accepted):
         if (rid, "accepted") not in ledger.journal_reported:
             ledger.journal_reported.add((rid, "accepted"))
-            out.append(f"journal incomplete: no 'accepted' entry for {rid}")
+            out.append(("journal incomplete", f"no 'accepted' entry for {rid}"))
     out += _journal_terminal(obs.journal, ledger)
     return out
 
 
-def _journal_terminal(journal: list[Json], ledger: HostLedger) -> list[str]:
+def _journal_terminal(journal: list[Json], ledger: HostLedger) -> list[Finding]:
     """Within the journal, a request's entries never leave its first terminal phase."""
     out = []
     first: dict[str, str] = {}
@@ -273,7 +277,8 @@ def _journal_terminal(journal: list[Json], ledger: HostLedger) -> list[str]:
             key = (rid, f"after {first[rid]}: {phase}")
             if key not in ledger.journal_reported:
                 ledger.journal_reported.add(key)
-                out.append(f"journal: {rid} went from terminal {first[rid]} to {phase}")
+                out.append(("journal leaves a terminal phase",
+                            f"{rid} went from {first[rid]} to {phase}"))
         elif phase in TERMINAL_PHASES:
             first.setdefault(rid, phase)
     return out

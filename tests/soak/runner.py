@@ -86,10 +86,10 @@ def soak(server: KubeServer, work: Path, *, ticks: int, seed: int, hosts: int = 
             host_dir = work / f"host-{i}"
             kubeconfig = proxied_kubeconfig(worker_kubeconfig, proxy.url, ca,
                                             host_dir / "worker.kubeconfig")
-            soak_hosts.append(SoakHost(host_dir, f"soak-{i}-{run_id}", scenario, cluster,
-                                       proxy, kubeconfig))
+            soak_hosts.append(SoakHost(host_dir, f"host-{i}", f"soak-{i}-{run_id}", scenario,
+                                       cluster, proxy, kubeconfig))
         log(f"[soak] seed {seed}, {ticks} ticks on {hosts} hosts "
-            f"({', '.join(f'{h.name}: {h.scenario}' for h in soak_hosts)}); "
+            f"({', '.join(f'{h.key} {h.name}: {h.scenario}' for h in soak_hosts)}); "
             f"tick bound {bound_s:.0f} s; work in {work}")
         started = time.monotonic()
         counts = run_soak(soak_hosts, ticks, settings, Operator(cluster))
@@ -97,6 +97,6 @@ def soak(server: KubeServer, work: Path, *, ticks: int, seed: int, hosts: int = 
     finally:
         for proxy in proxies:
             proxy.stop()
-    text = summary(counts, seed=seed, hosts=[f"{h.name} ({h.scenario})" for h in soak_hosts],
+    text = summary(counts, seed=seed, hosts=[f"{h.key} {h.name} ({h.scenario})" for h in soak_hosts],
                    wall_s=wall, bound_s=bound_s, bound_note=bound_note)
     return counts, text
