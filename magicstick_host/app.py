@@ -170,46 +170,62 @@ def tick(deps: TickDeps) -> TickResult:
         return TickResult(ExitCode.BUSY, str(exc))
 
 
-# -- status and recover -------------------------------------------------------------------
+# -- status, history and recover: read-only views, and the console's way out of a block ----
 
 
-def read_state_readonly(state_dir: str) -> tuple[Any, str]:
-    """The state for viewing: never moves or rewrites anything (unlike the tick's load)."""
-    import json
+def read_state_readonly(state_dir: str) -> tuple[Any, str, bool]:
+    """(state, why it cannot be read, whether it is the original worker's) for viewing: never
+    moves, rewrites, migrates or blocks on anything (unlike the tick's load)."""
+    from magicstick_host.ports.state_store import FileStateStore
 
-    from magicstick_host import schemas
-    from magicstick_host.domain.state import State
+    return FileStateStore(Path(state_dir)).peek_state()
 
-    path = os.path.join(state_dir, "state.json")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return None, ""
-    except OSError as exc:
-        return None, f"{path}: {exc.strerror}"
-    with os.fdopen(fd, "rb") as handle:
-        raw = handle.read()
-    try:
-        doc = json.loads(raw)
-    except ValueError as exc:
-        return None, f"{path}: not JSON ({exc})"
-    problems = schemas.errors("state", doc)
-    if problems:
-        return None, f"{path}: {problems[0]}"
-    return State.from_json(doc), ""
+
+def state_conditions(state_dir: str) -> list[dict[str, str]]:
+    """Every condition of the state directory that blocks the tick, with its fix."""
+    from magicstick_host.ports.state_paths import probe_state_dir
+
+    return [
+        {"path": str(p.path), "role": p.role, "problem": p.kind, "what": p.what, "fix": p.fix}
+        for p in probe_state_dir(Path(state_dir), owner_uid=os.geteuid())
+    ]
 
 
 def status_document(state_dir: str, node_name: str | None) -> dict[str, Any]:
     from magicstick_host.domain.status_view import build_status
 
-    state, error = read_state_readonly(state_dir)
+    state, error, legacy = read_state_readonly(state_dir)
     name = node_name or default_node_name()
     return build_status(
-        state, node_name=name, observed_at=RealClock().now().wall, state_error=error
+        state,
+        node_name=name,
+        observed_at=RealClock().now().wall,
+        state_error=error,
+        conditions=state_conditions(state_dir),
+        legacy=legacy,
+    )
+
+
+def history_document(state_dir: str) -> dict[str, Any]:
+    from magicstick_host.domain.history import build_history
+    from magicstick_host.ports.state_store import FileStateStore
+
+    store = FileStateStore(Path(state_dir))
+    entries, error, skipped = store.peek_journal()
+    state, _, _ = store.peek_state()
+    return build_history(
+        entries,
+        observed_at=RealClock().now().wall,
+        journal=str(store.journal_path),
+        journal_error=error,
+        skipped_lines=skipped,
+        pending=state.last_journal if state is not None else None,
     )
 
 
 def recover(state_dir: str, node_name: str) -> str:
+    """Clear a stopped worker: move aside a state file or journal no load can use, archive a
+    corrupt state, archive the stopped operation into the journal, and lift the block."""
     from dataclasses import replace
 
     from magicstick_host.domain.inspection import rfc3339
@@ -221,29 +237,20 @@ def recover(state_dir: str, node_name: str) -> str:
     store = FileStateStore(Path(state_dir))
     store.prepare()
     with MaintenanceLock(Path(state_dir) / "maintenance.lock"):
+        moved = store.quarantine()
         try:
             state = store.load()
         except StateCorruptError:
             state = store.load()  # the corrupt file is archived; a blocked state replaced it
+        aside = "".join(f" Moved aside: {m}." for m in moved)
         if state is None or (state.block is None and state.operation is None):
-            return "Nothing to recover: no stopped operation."
+            return f"Nothing to recover: no stopped operation.{aside}"
         op = state.operation
         if state.block is None and op is not None and not op.terminal:
             return (
                 f"Not recovered: {op.action} is active (phase {op.phase}) and not stopped. "
-                "It ends by itself; recover only clears a stopped worker."
+                f"It ends by itself; recover only clears a stopped worker.{aside}"
             )
-        now = rfc3339(RealClock().now().wall)
-        store.append_journal(
-            {
-                "at": now,
-                "event": "recovered",
-                "by": "console",
-                "node": node_name,
-                "operation": op.to_json() if op else None,
-                "block": state.block.to_json() if state.block else None,
-            }
-        )
         cleared = replace(state, operation=None, block=None)
         if op is not None:
             phase = op.phase if op.terminal else "Interrupted"
@@ -251,6 +258,20 @@ def recover(state_dir: str, node_name: str) -> str:
                 ProcessedRequest(op.request_uid, op.request_id, phase),
                 DEFAULT_LIMITS.processed_request_ids_kept,
             )
-        store.save(cleared)
+        store.commit(
+            cleared,
+            {
+                "at": rfc3339(RealClock().now().wall),
+                "event": "recovered",
+                "by": "console",
+                "node": node_name,
+                "operation": op.to_json() if op else None,
+                "block": state.block.to_json() if state.block else None,
+                "quarantined": moved,
+            },
+        )
     what = f"{op.action} (request {op.request_id}, phase {op.phase})" if op else "the block"
-    return f"Recovered: archived {what} into the journal; the worker accepts new requests again."
+    return (
+        f"Recovered: archived {what} into the journal; the worker accepts new requests "
+        f"again.{aside}"
+    )

@@ -17,6 +17,7 @@ from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.gpu_memory import gpu_memory_capability
+from magicstick_host.domain.history import is_transition, transition_entry
 from magicstick_host.domain.inspection import build_inspection, rfc3339
 from magicstick_host.domain.intake import (
     Accepted,
@@ -26,6 +27,7 @@ from magicstick_host.domain.intake import (
     request_digest,
     review_request,
 )
+from magicstick_host.domain.legacy_state import adopt_request
 from magicstick_host.domain.limits import DEFAULT_LIMITS, Limits
 from magicstick_host.domain.operations import OPERATIONS
 from magicstick_host.domain.plan import clip_message
@@ -139,25 +141,22 @@ class Tick:
     def save(
         self, state: State, event: str, ev: Evidence, now: Instant, *, journal: bool = True
     ) -> State:
-        """Persist (fsync) a new state; transitions also go to the append-only journal."""
+        """Persist (fsync) a new state. A transition is committed together with its journal
+        entry, which the store then appends (the next load does, if that append is lost)."""
         self.d.crash(f"before-save:{event}")
-        self.d.store.save(state)
-        if journal:
-            op = state.operation
-            self.d.store.append_journal(
-                {
-                    "at": rfc3339(now.wall),
-                    "bootId": ev.boot_id,
-                    "event": event,
-                    "requestId": op.request_id if op else "",
-                    "action": op.action if op else "",
-                    "phase": op.phase if op else "",
-                    "message": op.message if op else "",
-                    "evidenceDigest": sha256_hex(
-                        {"boot": ev.boot_id, "kernel": ev.kernel.release, "pci": ev.pci.display_ids}
-                    ),
-                }
+        if journal and is_transition(event):
+            entry = transition_entry(
+                event,
+                state,
+                at=rfc3339(now.wall),
+                boot_id=ev.boot_id or "",
+                evidence_digest=sha256_hex(
+                    {"boot": ev.boot_id, "kernel": ev.kernel.release, "pci": ev.pci.display_ids}
+                ),
             )
+            state = self.d.store.commit(state, entry)
+        else:
+            self.d.store.save(state)
         self.d.crash(f"after-save:{event}")
         return state
 
@@ -201,6 +200,9 @@ class Tick:
 
     def supervise(self, state: State, ev: Evidence, now: Instant, cluster: Cluster) -> State:
         op = state.operation
+        if op is not None and not op.name and not cluster.error:  # migrated: legacy_state.py
+            op = adopt_request(op, cluster.request, hostoperation_name(cluster.node_uid))
+            state = self.save(replace(state, operation=op), "adopted", ev, now, journal=False)
         if op is None or op.terminal or cluster.error:
             return state
         request = cluster.request

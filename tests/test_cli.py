@@ -168,3 +168,34 @@ def test_a_malformed_kubeconfig_is_bad_input_in_one_line_and_local_work_goes_on(
     assert err.count("\n") == 1 and "cannot load kubeconfig" in err and "Traceback" not in err
     assert out == ""
     assert (tmp_path / "state").is_dir()
+
+
+def test_every_console_command_is_listed_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for command in ("tick", "inspect", "status", "recover", "history", "sim"):
+        assert f"  {command} " in out
+
+
+def test_history_json_is_versioned_and_read_only(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(capsys, "history", "--json", "--state-dir", str(tmp_path / "state"))
+    assert code == 0, err
+    doc = json.loads(out)
+    assert schemas.errors("history", doc) == []
+    assert doc["schemaVersion"] == 1 and doc["kind"] == "magicstick-host.history"
+    assert not (tmp_path / "state").exists()
+
+
+def test_status_takes_a_file_where_the_state_directory_should_be(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "state").write_text("")
+    code, out, err = run(
+        capsys, "status", "--json", "--state-dir", str(tmp_path / "state"), "--node-name", "n"
+    )
+    assert code == 0, err
+    (condition,) = json.loads(out)["conditions"]
+    assert condition["problem"] == "not-directory"
+    assert f"mv -T {tmp_path / 'state'} {tmp_path / 'state'}.unsafe" in condition["advice"]

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import click
 
+from magicstick_host.cli.history_cmd import history_command
 from magicstick_host.cli.inspect_cmd import inspect_command
 from magicstick_host.cli.sim_cmd import sim_group
 from magicstick_host.cli.status_cmd import recover_command, status_command
@@ -28,7 +29,7 @@ def cli() -> None:
     """Prepare and recover the hosts of the magicstick AI appliance.
 
     `tick` is run by the systemd timer; `inspect` is the read-only preflight; `status` is the
-    console view.
+    console view; `history` lists past operations from the journal.
     """
 
 
@@ -36,6 +37,7 @@ cli.add_command(tick_command)
 cli.add_command(inspect_command)
 cli.add_command(status_command)
 cli.add_command(recover_command)
+cli.add_command(history_command)
 cli.add_command(sim_group)
 
 

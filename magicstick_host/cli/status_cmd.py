@@ -7,18 +7,36 @@ import json
 import click
 
 from magicstick_host import app
-from magicstick_host.cli.options import profiles_option, root_option, state_dir_option
+from magicstick_host.cli.options import (
+    DEFAULT_STATE_DIR,
+    profiles_option,
+    root_option,
+    state_dir_option,
+)
 from magicstick_host.cli.render import render_inspection
 from magicstick_host.domain.status_view import render_status
 from magicstick_host.errors import BadInputError, ExitCode
 
+# the read-only views take any path: a file where the state directory should be is one of the
+# conditions they report, not a usage error
+viewer_state_dir_option = click.option(
+    "--state-dir",
+    default=DEFAULT_STATE_DIR,
+    show_default=True,
+    envvar="MAGICSTICK_HOST_STATE_DIR",
+    show_envvar=True,
+    type=click.Path(),
+    help="Local state, journal, logs and the maintenance lock.",
+)
+
 
 @click.command("status")
-@state_dir_option
+@viewer_state_dir_option
 @click.option("--node-name", default=None, envvar="MAGICSTICK_HOST_NODE_NAME", show_envvar=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one versioned JSON object.")
 def status_command(state_dir: str, node_name: str | None, as_json: bool) -> int:
-    """Show the current operation, its steps, restarts used, and what to do next. Read-only."""
+    """Show the current operation, its steps, restarts used, what blocks the worker (with the
+    command that fixes it), and what to do next. Read-only."""
     doc = app.status_document(state_dir, node_name)
     click.echo(json.dumps(doc, indent=2, sort_keys=True) if as_json else render_status(doc))
     return int(ExitCode.OK)
@@ -41,7 +59,9 @@ def recover_command(
 ) -> int:
     """Archive a stopped operation (or a corrupt state) into the journal and clear the block.
 
-    Shows the host evidence first. Needs root, at the console, with the exact host name.
+    A state file or journal that no tick can use (a symlink, a FIFO, a directory) is moved
+    aside first. Shows the host evidence first. Needs root, at the console, with the exact host
+    name.
     """
     name = node_name or app.default_node_name()
     if confirm != name:

@@ -62,7 +62,9 @@ class Operation:
     action: str
     namespace: str
     name: str
-    # sha256 over (uid + canonical spec): the spec is immutable, a change means Interrupted
+    # sha256 over (uid + canonical spec): the spec is immutable, a change means Interrupted.
+    # "" (with name "") for an operation migrated from the original worker, which kept no spec:
+    # the first supervise records both from the HostOperation (domain/legacy_state.py)
     request_digest: str
     plan_id: str  # the id it was approved against ("" for power actions)
     accepted_boot_id: str
@@ -177,6 +179,7 @@ class Block:
 
 @dataclass(frozen=True)
 class ProcessedRequest:
+    # "" when unknown: the original worker remembered request IDs only (domain/legacy_state.py)
     request_uid: str
     request_id: str
     phase: str  # the phase it ended in (or was rejected with)
@@ -195,15 +198,26 @@ class State:
     # the last Node report we wrote: its content digest and wall time
     last_report_digest: str = ""
     last_report_at: str = ""
+    # the newest journal entry, committed with the state that it describes: a load appends it
+    # to the journal if the append was lost (ports/state_store.py, "journal repair")
+    last_journal: dict[str, Any] | None = None
 
     def seen_uid(self, uid: str) -> ProcessedRequest | None:
+        if not uid:
+            return None
         return next((p for p in self.processed if p.request_uid == uid), None)
 
     def seen_request_id(self, request_id: str) -> bool:
         return any(p.request_id == request_id for p in self.processed)
 
     def remember(self, entry: ProcessedRequest, keep: int) -> State:
-        kept = tuple(p for p in self.processed if p.request_uid != entry.request_uid)
+        def same(p: ProcessedRequest) -> bool:
+            if entry.request_uid and p.request_uid:
+                return p.request_uid == entry.request_uid
+            # an entry without a UID (migrated) is the same request only by its ID
+            return not p.request_uid and p.request_id == entry.request_id
+
+        kept = tuple(p for p in self.processed if not same(p))
         return replace(self, processed=(*kept, entry)[-keep:])
 
     def to_json(self) -> dict[str, Any]:
@@ -224,6 +238,7 @@ class State:
             "block": self.block.to_json() if self.block else None,
             "lastReportDigest": self.last_report_digest,
             "lastReportAt": self.last_report_at,
+            "lastJournal": self.last_journal,
         }
 
     @staticmethod
@@ -246,4 +261,5 @@ class State:
             block=Block.from_json(block) if block else None,
             last_report_digest=doc.get("lastReportDigest", ""),
             last_report_at=doc.get("lastReportAt", ""),
+            last_journal=doc.get("lastJournal"),
         )

@@ -62,7 +62,7 @@ def test_available_to_succeeded_with_one_playbook_run_and_one_restart(
         if load_host(world.root).shutdown is not None:
             world.boot()
         if world.phase() == "Registering":
-            world.device_plugin()
+            world.registered()
         if world.phase() == "Succeeded":
             break
     assert world.phase() == "Succeeded", phases
@@ -279,9 +279,31 @@ def test_a_failing_evidence_publisher_is_noted_and_does_not_stop_the_handoff(
         world.tick()
         seen.append(str(status(world).get("message", "")))
         if world.phase() == "Registering":
-            world.device_plugin()
+            world.registered()
         if world.phase() == "Succeeded":
             break
     assert world.phase() == "Succeeded"
     assert any("evidence refresh did not complete" in m for m in seen), seen
     assert module_activation(kube) is not None
+
+
+def test_registration_waits_for_the_operator_to_mark_this_boot_eligible(
+    tmp_path: Path, kube: Any
+) -> None:
+    world = World(tmp_path, kube, READY)
+    prepare(world)
+    for _ in range(4):
+        world.tick()
+    assert world.phase() == "Registering"
+    world.device_plugin()  # an allocatable GPU alone is not enough where an operator runs
+    world.operator(hostBootId="00000000-0000-4000-8000-00000000dead")  # evidence of a past boot
+    world.tick()
+    assert world.phase() == "Registering"
+    assert "another boot" in status(world)["message"]
+    world.operator(eligible=False)
+    world.tick()
+    assert world.phase() == "Registering" and "eligible" in status(world)["message"]
+    world.operator()
+    world.tick()
+    assert world.phase() == "Succeeded"
+    assert "operator marks this node eligible" in status(world)["message"]

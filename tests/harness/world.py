@@ -33,6 +33,38 @@ PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
 GROUP, VERSION, PLURAL = "appliance.magicstick.dev", "v1alpha1", "hostoperations"
 
 
+APPLIANCES = f"/apis/{GROUP}/{VERSION}/namespaces/{NAMESPACE}/appliances"
+
+
+def report_node_eligibility(kube: Any, entry: dict[str, Any]) -> None:
+    """Put one node's entry into Appliance local's amd-gpu compatibility list (shared by every
+    test's node, so read-modify-write with the resourceVersion, retried on a conflict)."""
+    code, _ = kube.request("GET", f"{APPLIANCES}/local")
+    if code == 404:
+        kube.request("POST", APPLIANCES, {
+            "apiVersion": f"{GROUP}/{VERSION}", "kind": "Appliance",
+            "metadata": {"name": "local", "namespace": NAMESPACE}, "spec": {},
+        })
+    for _ in range(10):
+        code, obj = kube.request("GET", f"{APPLIANCES}/local")
+        assert code == 200, obj
+        status = obj.get("status") or {}
+        amd = (status.get("hardwareOperators") or {}).get("amd-gpu") or {}
+        nodes = [n for n in (amd.get("compatibility") or {}).get("nodes") or []
+                 if n.get("nodeUid") != entry["nodeUid"]]
+        body = {
+            "metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
+            "status": {"hardwareOperators": {"amd-gpu": {
+                "compatibility": {"nodes": [*nodes, entry]}}}},
+        }
+        code, out = kube.request("PATCH", f"{APPLIANCES}/local/status", body,
+                                 content_type="application/merge-patch+json")
+        if code == 200:
+            return
+        assert code == 409, out
+    raise AssertionError("Appliance local kept changing")
+
+
 class CrashAt:
     """Crash at the n-th crash point reached (1-based); None never crashes, only counts."""
 
@@ -132,6 +164,27 @@ class World:
         """Act as the ROCm device plugin: the Node gets an allocatable amd.com/gpu."""
         self.kube.set_node_info(self.node_name, allocatable={"amd.com/gpu": str(gpus)})
 
+    def operator(self, **entry: Any) -> None:
+        """Act as the magicstick operator: Appliance `local` reports this node's GPU
+        eligibility for the current boot (contract.md, "Appliance"); `entry` overrides."""
+        report_node_eligibility(
+            self.kube,
+            {
+                "nodeUid": self.node_uid,
+                "hostBootId": self.boot_id,
+                "hostFingerprint": hashlib.sha256(self.node_uid.encode()).hexdigest(),
+                "eligible": True,
+                "hostDriverReady": True,
+                "resourceRegistered": True,
+                **entry,
+            },
+        )
+
+    def registered(self) -> None:
+        """The GPU registers: the device plugin and the operator both report it."""
+        self.device_plugin()
+        self.operator()
+
     def playbooks(self, name: str | None = None) -> list[dict[str, Any]]:
         runs = self.effects("playbook")
         return [r for r in runs if name is None or r.get("playbook") == name]
@@ -214,7 +267,7 @@ class World:
                 pending = False
             op = self.state().operation
             if op is not None and op.phase in ("Registering", "Validating"):
-                self.device_plugin()
+                self.registered()
             obj = self.hostop()
             status = (obj or {}).get("status") or {}
             if op is not None and op.terminal and status.get("phase") == op.phase:

@@ -36,15 +36,21 @@ class KubeCluster:
         self.admin_kubeconfig = server.kubeconfig("admin")
         self.dashboard_kubeconfig = server.kubeconfig("dashboard")
         self.worker_kubeconfig = server.kubeconfig("worker")
+        # the worker user by client certificate, in the shape of K3s's admin kubeconfig
+        self.worker_cert_kubeconfig = server.kubeconfig("worker-cert")
+        # K3s's own admin (system:admin in system:masters), same shape
+        self.admin_cert_kubeconfig = server.kubeconfig("admin-cert")
         self.admin = config.new_client_from_config(str(self.admin_kubeconfig))
         self.dashboard = config.new_client_from_config(str(self.dashboard_kubeconfig))
         self.worker = config.new_client_from_config(str(self.worker_kubeconfig))
+        self.worker_cert = config.new_client_from_config(str(self.worker_cert_kubeconfig))
         self.start_seconds = server.start_seconds
 
     # -- typed APIs per user ----------------------------------------------------------------
 
     def _client(self, user: str) -> Any:
-        return {"admin": self.admin, "dashboard": self.dashboard, "worker": self.worker}[user]
+        return {"admin": self.admin, "dashboard": self.dashboard, "worker": self.worker,
+                "worker-cert": self.worker_cert}[user]
 
     def custom(self, user: str) -> Any:
         from kubernetes import client

@@ -10,8 +10,15 @@ from pathlib import Path
 import pytest
 
 from tests.kubeserver import build
-from tests.kubeserver.fixtures import apiserver_unavailable
-from tests.kubeserver.harness import KubeServer, StartupError, collection_path, load_manifests
+from tests.kubeserver.fixtures import KubeCluster, apiserver_unavailable
+from tests.kubeserver.harness import (
+    CLUSTER_NAMESPACES,
+    KubeServer,
+    StartupError,
+    binding_checks,
+    collection_path,
+    load_manifests,
+)
 
 FAKE_GO = """#!/bin/sh
 # a stand-in for `go build -o OUT .`: slow, counts its runs
@@ -72,10 +79,12 @@ def test_manifests_are_installed_in_dependency_order() -> None:
     docs = load_manifests(
         [Path(__file__).resolve().parents[2] / "playbooks" / "files" / "manifests"])
     kinds = [d["kind"] for d in docs]
-    assert kinds == ["Namespace", "CustomResourceDefinition", "Role", "RoleBinding"]
+    assert kinds == ["Namespace", "CustomResourceDefinition", "Role", "RoleBinding", "Role",
+                     "RoleBinding"]
     paths = [collection_path(d) for d in docs]
     assert paths[0] == "/api/v1/namespaces"
     assert paths[2] == "/apis/rbac.authorization.k8s.io/v1/namespaces/ai-system/roles"
+    assert paths[4] == "/apis/rbac.authorization.k8s.io/v1/namespaces/host-management/roles"
 
 
 @pytest.mark.apiserver
@@ -92,3 +101,31 @@ def test_a_failed_start_carries_both_log_tails(tmp_path: Path) -> None:
     assert "etcd log tail" in text and "kube-apiserver log tail" in text
     assert "no-such-flag" in text
     assert server.proc is None
+
+
+def test_rbac_waits_cover_every_binding_for_the_users_it_names() -> None:
+    docs = load_manifests([Path(__file__).resolve().parents[2] / "playbooks" / "files"
+                           / "manifests", Path(__file__).resolve().parent / "worker-rbac.yaml"])
+    bindings = [d for d in docs if d["kind"] in ("RoleBinding", "ClusterRoleBinding")]
+    assert bindings
+    for binding in bindings:
+        assert binding_checks(binding, docs), binding["metadata"]["name"]
+    users = {user for b in bindings for user, _ in binding_checks(b, docs)}
+    assert users == {"dashboard", "worker", "worker-cert"}
+    # a binding to a role that is not among the manifests waits for nothing it cannot see
+    foreign = {"kind": "RoleBinding", "metadata": {"name": "x", "namespace": "ai-system"},
+               "roleRef": {"kind": "Role", "name": "elsewhere"},
+               "subjects": [{"kind": "User", "name": "magicstick-host-worker"}]}
+    assert binding_checks(foreign, docs) == []
+
+
+def test_unknown_users_have_no_kubeconfig(tmp_path: Path) -> None:
+    with pytest.raises(KeyError):
+        KubeServer(tmp_path).kubeconfig("root")
+
+
+@pytest.mark.apiserver
+def test_the_cluster_namespaces_exist(kube: KubeCluster) -> None:
+    for name in CLUSTER_NAMESPACES:
+        status, body = kube.request("GET", f"/api/v1/namespaces/{name}")
+        assert status == 200, body

@@ -7,15 +7,19 @@ is neither to use here. Everything else runs exactly as on a host, under `magics
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import stat
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
+from tests.kubeserver.fixtures import KubeCluster
 from tests.playbooks.conftest import (
     REPO,
     assert_succeeded,
@@ -302,3 +306,121 @@ def test_updates_follow_the_checkout_on_an_agent_node(tmp_path: Path) -> None:
 
     again = run_playbook("install.yml", install_vars(root, src))
     assert recap(again)["changed"] == 0, changed_tasks(again)
+
+
+# --- what is shipped to K3s, and the ai-system Namespace ---------------------------------------
+
+MANIFESTS = REPO / "playbooks/files/manifests"
+
+
+def test_every_shipped_manifest_is_one_object_and_none_is_the_system_namespace() -> None:
+    """K3s deletes an object that leaves its AddOn file, so each file holds exactly one; and the
+    cluster's own ai-system Namespace is never one of them."""
+    files = sorted(MANIFESTS.glob("*.yaml"))
+    assert files
+    objects = []
+    for path in files:
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        assert len(docs) == 1, path.name
+        objects.append((docs[0]["kind"], docs[0]["metadata"]["name"]))
+    assert ("Namespace", "ai-system") not in objects
+    assert not (MANIFESTS / "magicstick-host-00-namespace.yaml").exists()
+    assert sorted(objects) == sorted([
+        ("CustomResourceDefinition", "hostoperations.appliance.magicstick.dev"),
+        ("Role", "ai-appliance-dashboard-host-operations"),
+        ("RoleBinding", "ai-appliance-dashboard-host-operations"),
+        ("Namespace", "host-management"),
+        ("Role", "ai-appliance-dashboard-network-credentials"),
+        ("RoleBinding", "ai-appliance-dashboard-network-credentials"),
+    ])
+
+
+K3S_KUBECONFIG = "etc/rancher/k3s/k3s.yaml"
+
+
+def k3s_server(tmp_path: Path, kubeconfig: Path | None) -> tuple[Path, Path]:
+    """A tiny checkout and a host root with the K3s server directory (and its kubeconfig)."""
+    src = tiny_checkout(tmp_path / "checkout")
+    root = make_host_root(tmp_path / "root")
+    (root / K3S_MANIFESTS).mkdir(parents=True)
+    if kubeconfig is not None:
+        (root / K3S_KUBECONFIG).parent.mkdir(parents=True)
+        shutil.copyfile(kubeconfig, root / K3S_KUBECONFIG)
+        (root / K3S_KUBECONFIG).chmod(0o600)
+    return src, root
+
+
+def namespace_vars(root: Path, src: Path, namespace: str, **extra: object) -> dict[str, object]:
+    # this venv's python (with the kubernetes library) stands in for the host's python3
+    return {**install_vars(root, src), "magicstick_python": sys.executable,
+            "magicstick_system_namespace": namespace, **extra}
+
+
+def read_namespace(kube: KubeCluster, name: str) -> tuple[int, Any]:
+    return kube.request("GET", f"/api/v1/namespaces/{name}")
+
+
+@pytest.mark.apiserver
+def test_a_server_node_creates_the_system_namespace_only_if_missing(
+    kube: KubeCluster, tmp_path: Path
+) -> None:
+    # the node's K3s admin kubeconfig, in the shape K3s writes it
+    src, root = k3s_server(tmp_path, kube.admin_cert_kubeconfig)
+    namespace = "ai-system-" + secrets.token_hex(4)  # the harness owns the real one
+
+    dry = run_playbook("install.yml", namespace_vars(root, src, namespace), check=True)
+    assert_succeeded(dry)
+    assert f"install : Create the {namespace} Namespace if it is missing" in changed_tasks(dry)
+    assert read_namespace(kube, namespace)[0] == 404, "check mode created it"
+
+    first = run_playbook("install.yml", namespace_vars(root, src, namespace))
+    assert_succeeded(first)
+    status, created = read_namespace(kube, namespace)
+    assert status == 200, created
+    assert (root / K3S_MANIFESTS / "magicstick-crd.yaml").is_file()
+
+    # from now on the Namespace is someone else's (the cluster's tree): never touched again
+    status, labelled = kube.request(
+        "PATCH", f"/api/v1/namespaces/{namespace}",
+        {"metadata": {"labels": {"app.kubernetes.io/managed-by": "appliance-tree"}}},
+        content_type="application/merge-patch+json")
+    assert status == 200, labelled
+    again = run_playbook("install.yml", namespace_vars(root, src, namespace))
+    assert recap(again)["changed"] == 0, changed_tasks(again)
+    _, after = read_namespace(kube, namespace)
+    assert after["metadata"]["resourceVersion"] == labelled["metadata"]["resourceVersion"]
+    assert after["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "appliance-tree"
+
+
+@pytest.mark.apiserver
+def test_an_unreachable_cluster_fails_the_run_in_one_line_after_the_worker_is_installed(
+    kube: KubeCluster, tmp_path: Path
+) -> None:
+    dead = tmp_path / "dead.yaml"
+    cfg = yaml.safe_load(kube.admin_cert_kubeconfig.read_text())
+    cfg["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"
+    dead.write_text(yaml.safe_dump(cfg))
+    src, root = k3s_server(tmp_path, dead)
+    proc = run_playbook("install.yml", namespace_vars(
+        root, src, "ai-system", magicstick_kube_retries=1, magicstick_kube_delay=0))
+    assert proc.returncode != 0
+    assert recap(proc)["failed"] == 1
+    assert "cannot ensure Namespace ai-system with" in proc.stdout, output(proc)
+    # the worker is in place and its timer would run; nothing was handed to K3s
+    assert (root / WRAPPER).is_file() and (root / LIB / "magicstick_host/sub/mod.py").is_file()
+    assert list((root / K3S_MANIFESTS).iterdir()) == []
+
+
+def test_without_the_admin_kubeconfig_the_manifests_still_go_to_k3s(tmp_path: Path) -> None:
+    """The cluster's own tree provides ai-system on an appliance; nothing to create it with
+    here. A manifest an older version shipped (the ai-system Namespace) is never removed:
+    K3s would delete the Namespace and everything in it."""
+    src, root = k3s_server(tmp_path, None)
+    old = root / K3S_MANIFESTS / "magicstick-host-00-namespace.yaml"
+    old.write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ai-system\n")
+    proc = run_playbook("install.yml", install_vars(root, src))
+    assert_succeeded(proc)
+    assert not [t for t in changed_tasks(proc) if "Namespace" in t]
+    assert sorted(p.name for p in (root / K3S_MANIFESTS).iterdir()) == [
+        "magicstick-crd.yaml", "magicstick-host-00-namespace.yaml"]
+    assert old.read_text().endswith("name: ai-system\n")

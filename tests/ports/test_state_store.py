@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import multiprocessing
 import os
 import stat
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from hypothesis import strategies as st
 
 from magicstick_host import schemas
 from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State, Step
-from magicstick_host.errors import BadInputError, StateCorruptError, UnsafePathError
+from magicstick_host.errors import BadInputError, StateCorruptError, StateError, UnsafePathError
 from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.state_store import TEMP_PREFIX, FileStateStore
 
@@ -461,3 +463,309 @@ def test_save_load_round_trip_property(tmp_path: Path, state: State) -> None:
     store = make_store(tmp_path)
     store.save(state)
     assert store.load() == state
+
+
+# ---- hostile state files: corrupt, never a crash --------------------------------------------
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    for _ in range(depth):
+        doc = {"x": doc}
+    return doc
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"[" * 200_000,  # json raises RecursionError, not ValueError
+        b'{"schemaVersion": 1, "operation": ' + b'{"a":' * 100_000,
+        json.dumps({**a_state().to_json(), "lastReportDigest": "x"})
+        .replace('"targetKernel": "7.0.0-10-generic"', f'"deep": {json.dumps(_nested(200))}')
+        .encode(),
+    ],
+    ids=["arrays", "objects", "deep-but-parseable"],
+)
+def test_deep_nesting_is_corrupt_state_not_a_crash(tmp_path: Path, content: bytes) -> None:
+    store = make_store(tmp_path)
+    plant(store, content)
+    with pytest.raises(StateCorruptError, match="nested deeper than 64 levels"):
+        store.load()
+    _assert_blocked_after_corruption(store, content)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"schemaVersion": 1, "operation": null, "processed": [], "block": null, "block": '
+        b'{"code": "state-corrupt", "message": "m", "since": "t"}}',
+        json.dumps(a_state().to_json()).replace('"phase": "Accepted"', '"phase": "Accepted", '
+                                                '"phase": "Succeeded"').encode(),
+    ],
+    ids=["top-level", "operation"],
+)
+def test_duplicate_keys_are_corrupt_state(tmp_path: Path, content: bytes) -> None:
+    store = make_store(tmp_path)
+    plant(store, content)
+    with pytest.raises(StateCorruptError, match="duplicate key"):
+        store.load()
+    _assert_blocked_after_corruption(store, content)
+
+
+def test_peek_never_blocks_on_a_fifo_and_never_raises(tmp_path: Path) -> None:
+    import threading
+
+    store = make_store(tmp_path)
+    store.prepare()
+    os.mkfifo(store.state_path, 0o600)
+    os.mkfifo(store.journal_path, 0o600)
+    results: list[Any] = []
+    reader = threading.Thread(
+        target=lambda: results.extend([store.peek_state(), store.peek_journal()]), daemon=True
+    )
+    reader.start()
+    reader.join(20)
+    assert not reader.is_alive(), "reading a FIFO blocked"
+    (state, error, legacy), (entries, journal_error, skipped) = results
+    assert state is None and "not a regular file" in error and legacy is False
+    assert entries == [] and "not a regular file" in journal_error and skipped == 0
+
+
+# ---- the journal: every committed transition, exactly once, in order ------------------------
+
+
+def entry(n: int) -> dict[str, Any]:
+    return {"at": f"2026-05-09T07:35:{n:02d}Z", "event": f"e{n}", "requestId": "a" * 32}
+
+
+def test_commit_numbers_entries_and_records_the_newest_in_the_state(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    for n in (1, 2, 3):
+        committed = store.commit(a_state(), entry(n))
+        assert committed.last_journal == {**entry(n), "seq": n}
+    assert [e["seq"] for e in store.read_journal()] == [1, 2, 3]
+    loaded = make_store(tmp_path).load()
+    assert loaded is not None and loaded.last_journal == {**entry(3), "seq": 3}
+    # a plain save (a status write) keeps the newest entry with the state
+    store.save(a_state("Preparing"))
+    again = make_store(tmp_path).load()
+    assert again is not None and again.last_journal == {**entry(3), "seq": 3}
+
+
+def test_a_kill_between_the_state_replace_and_the_append_is_repaired_on_load(
+    tmp_path: Path,
+) -> None:
+    make_store(tmp_path).commit(a_state(), entry(1))
+    dying = make_store(tmp_path, fault=crash_at("before-journal-append"))
+    with pytest.raises(SimulatedCrash):
+        dying.commit(a_state("Preparing"), entry(2))
+    store = make_store(tmp_path)
+    assert [e["seq"] for e in store.read_journal()] == [1]  # the transition happened ...
+    state = store.load()
+    assert state is not None and state.operation is not None
+    assert state.operation.phase == "Preparing"
+    assert store.read_journal() == [{**entry(1), "seq": 1}, {**entry(2), "seq": 2}]  # ... once
+    make_store(tmp_path).load()
+    assert len(store.read_journal()) == 2  # a repaired entry is never appended twice
+    store.commit(a_state("Verifying"), entry(3))
+    assert [e["seq"] for e in store.read_journal()] == [1, 2, 3]
+
+
+def test_a_failed_append_is_a_state_error_and_the_next_load_appends_it(tmp_path: Path) -> None:
+    def full_disk(point: str) -> None:
+        if point == "before-journal-append":
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(StateError, match=r"appending entry 1 failed .*appended by the next tick"):
+        make_store(tmp_path, fault=full_disk).commit(a_state(), entry(1))
+    store = make_store(tmp_path)
+    assert store.read_journal() == []
+    assert store.load() is not None
+    assert store.read_journal() == [{**entry(1), "seq": 1}]
+
+
+def test_seq_continues_after_the_journal_is_replaced(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    store.commit(a_state(), entry(1))
+    store.commit(a_state(), entry(2))
+    store.journal_path.rename(store.directory / "journal.jsonl.old")
+    fresh = make_store(tmp_path)
+    fresh.load()  # the new journal starts with the newest committed entry ...
+    assert fresh.read_journal() == [{**entry(2), "seq": 2}]
+    fresh.commit(a_state(), entry(3))  # ... and numbering goes on
+    assert [e["seq"] for e in fresh.read_journal()] == [2, 3]
+
+
+def test_a_corrupt_state_entry_follows_the_journal_numbering(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    store.commit(a_state(), entry(1))
+    plant(store, b"{torn")
+    with pytest.raises(StateCorruptError):
+        make_store(tmp_path).load()
+    events = [(e["seq"], e["event"]) for e in store.read_journal()]
+    assert events == [(1, "e1"), (2, "state-corrupt")]
+
+
+def test_the_journal_tail_is_found_behind_a_long_last_line(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    store.commit(a_state(), {**entry(1), "message": "m" * 600_000})
+    assert make_store(tmp_path).journal.last_seq() == 1
+
+
+def set_immutable(path: Path, on: bool) -> None:
+    import fcntl
+    import struct
+
+    fs_ioc_getflags, fs_ioc_setflags, immutable = 0x80086601, 0x40086602, 0x10
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        flags = struct.unpack("l", fcntl.ioctl(fd, fs_ioc_getflags, struct.pack("l", 0)))[0]
+        flags = flags | immutable if on else flags & ~immutable
+        fcntl.ioctl(fd, fs_ioc_setflags, struct.pack("l", flags))
+    finally:
+        os.close(fd)
+
+
+def make_unwritable(path: Path) -> Callable[[], None]:
+    """Immutable as root (chattr +i); read-only mode otherwise. Returns the undo."""
+    if os.geteuid() == 0:
+        set_immutable(path, True)
+        return lambda: set_immutable(path, False)
+    os.chmod(path, 0o400)
+    return lambda: os.chmod(path, 0o600)
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "match"),
+    [
+        (lambda p: p.mkdir(mode=0o700), UnsafePathError, "is not a regular file"),
+        (lambda p: p.symlink_to(p.parent / "elsewhere"), UnsafePathError, "is a symlink"),
+        (lambda p: os.mkfifo(p, 0o600), UnsafePathError, "is not a regular file"),
+        (lambda p: (p.write_text(""), p.chmod(0o644)), UnsafePathError, "too open"),
+        (lambda p: (p.write_text(""), p.chmod(0o600), make_unwritable(p)), StateError,
+         "cannot be written"),
+    ],
+    ids=["directory", "symlink", "fifo", "loose", "unwritable"],
+)
+def test_an_unusable_journal_blocks_the_load_before_any_transition(
+    tmp_path: Path, make: Callable[[Path], Any], error: type[Exception], match: str
+) -> None:
+    store = make_store(tmp_path)
+    store.save(a_state())
+    before = store.state_path.read_bytes()
+    make(store.journal_path)
+    try:
+        with pytest.raises(error, match=match):
+            make_store(tmp_path).load()
+        assert store.state_path.read_bytes() == before  # nothing was touched
+    finally:
+        journal = store.journal_path
+        if os.geteuid() == 0 and journal.is_file() and not journal.is_symlink():
+            set_immutable(journal, False)
+
+
+def test_an_unwritable_state_file_blocks_the_load(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    store.save(a_state())
+    undo = make_unwritable(store.state_path)
+    try:
+        with pytest.raises(StateError, match=r"state\.json: cannot be written"):
+            make_store(tmp_path).load()
+    finally:
+        undo()
+    assert make_store(tmp_path).load() == a_state()
+
+
+# ---- the original worker's state file ---------------------------------------------------------
+
+
+def test_a_legacy_state_is_migrated_once_and_kept_beside(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    legacy = {"completed": ["c" * 32], "current": None}
+    plant(store, json.dumps(legacy).encode())
+    state = store.load()
+    assert state is not None and state.seen_request_id("c" * 32)
+    assert json.loads(store.state_path.read_text())["schemaVersion"] == 1
+    (kept,) = store.directory.glob("state.json.legacy-*")
+    assert json.loads(kept.read_text()) == legacy
+    assert [e["event"] for e in store.read_journal()] == ["migrated-from-legacy"]
+
+
+def test_a_crash_while_migrating_migrates_again_and_loses_nothing(tmp_path: Path) -> None:
+    store = make_store(tmp_path, fault=crash_at("before-replace"))
+    plant(store, json.dumps({"completed": ["c" * 32], "current": None}).encode())
+    with pytest.raises(SimulatedCrash):
+        store.load()
+    assert "schemaVersion" not in json.loads(store.state_path.read_text())  # still the original
+    state = make_store(tmp_path).load()
+    assert state is not None and state.seen_request_id("c" * 32)
+    assert [e["event"] for e in store.read_journal()] == ["migrated-from-legacy"]
+
+
+# ---- recover's quarantine: what no load can use is moved aside ------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda p: p.symlink_to(p.parent / "elsewhere.json"),
+        lambda p: os.mkfifo(p, 0o600),
+        lambda p: p.mkdir(mode=0o700),
+    ],
+    ids=["symlink", "fifo", "directory"],
+)
+def test_quarantine_moves_an_unusable_state_file_aside_and_blocks(
+    tmp_path: Path, make: Callable[[Path], Any]
+) -> None:
+    store = make_store(tmp_path)
+    store.prepare()
+    make(store.state_path)
+    moved = store.quarantine()
+    assert len(moved) == 1 and "state.json.unsafe-20260509T073512Z" in moved[0]
+    assert os.path.lexists(store.directory / "state.json.unsafe-20260509T073512Z")
+    state = make_store(tmp_path).load()
+    assert state is not None and state.block is not None and state.block.code == "state-corrupt"
+    assert "moved aside" in state.block.message
+    assert store.read_journal()[-1]["event"] == "state-quarantined"
+
+
+def test_quarantine_moves_an_unusable_journal_aside_and_numbering_goes_on(
+    tmp_path: Path,
+) -> None:
+    store = make_store(tmp_path)
+    store.commit(a_state(), entry(1))
+    store.journal_path.rename(store.directory / "j.old")
+    store.journal_path.mkdir(mode=0o700)
+    moved = make_store(tmp_path).quarantine()
+    assert len(moved) == 1 and "journal.jsonl.unsafe-" in moved[0]
+    fresh = make_store(tmp_path)
+    assert fresh.load() == replace(a_state(), last_journal={**entry(1), "seq": 1})
+    assert fresh.read_journal() == [{**entry(1), "seq": 1}]
+
+
+def test_quarantine_leaves_what_chmod_or_chown_fixes(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    store.save(a_state())
+    os.chmod(store.state_path, 0o644)
+    assert store.quarantine() == []
+    assert store.state_path.is_file()
+
+
+# ---- property: the strict reader fails only with a reason, and agrees with json otherwise ---
+
+
+@settings(max_examples=200, deadline=None)
+@given(raw=st.binary(max_size=64) | json_values.map(lambda v: json.dumps(v).encode()))
+def test_strict_json_reads_plain_json_and_refuses_the_rest_with_a_reason(raw: bytes) -> None:
+    from magicstick_host.domain.strict_json import loads_strict
+
+    try:
+        expected = json.loads(raw)
+    except ValueError:
+        expected = ValueError
+    try:
+        got = loads_strict(raw)
+    except ValueError as exc:
+        assert str(exc)
+        return
+    assert expected is not ValueError and got == expected

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
+from magicstick_host.app import status_document
 from magicstick_host.domain.report_policy import dashboard_considers_fresh
+from magicstick_host.domain.status_view import render_status
 from tests.harness.world import World
 from tests.kubeserver import build
 from tests.kubeserver.fixtures import KubeCluster, apiserver_unavailable
@@ -84,8 +86,13 @@ def test_an_older_crd_refuses_registering_and_the_operation_still_succeeds(
         op = world.state().operation
         if op is not None and op.phase == "Registering":
             # the server's answer is recorded, and this status is not sent again
-            refused_seen = refused_seen or "422" in op.status_refused
-            world.device_plugin()
+            if "422" in op.status_refused and not refused_seen:
+                refused_seen = True
+                # the console shows it
+                doc = status_document(str(world.state_dir), world.node_name)
+                assert "422" in doc["operation"]["statusRefused"]
+                assert "NOT IN KUBERNETES" in render_status(doc)
+            world.registered()
         if op is not None and op.terminal:
             break
     op = world.state().operation
@@ -135,3 +142,24 @@ def test_a_403_on_every_status_write_keeps_the_report_fresh_for_ten_minutes(
     assert world.effects("shutdown") and len(world.effects("shutdown")) == 1
     assert refusals > 0
     assert ((world.hostop() or {}).get("status") or {}) == {}
+
+
+# last in this module: it removes the Appliance CRD from this second cluster
+def test_without_an_operator_the_allocatable_gpu_decides_and_the_message_says_so(
+    tmp_path: Path, old_cluster: KubeCluster
+) -> None:
+    code, body = old_cluster.request("DELETE", CRD_PATH + "appliances.appliance.magicstick.dev")
+    assert code == 200, body
+    world = World(tmp_path, old_cluster, READY)
+    plan = world.published()["plan"]
+    world.create_request("prepare-gpu", planId=plan["id"], allowExperimental=True)
+    for _ in range(12):
+        world.tick()
+        op = world.state().operation
+        if op is not None and op.phase == "Registering":
+            world.device_plugin()
+        if op is not None and op.terminal:
+            break
+    op = world.state().operation
+    assert op is not None and op.phase == "Succeeded", op
+    assert "not confirmed by an operator" in op.message

@@ -1,0 +1,323 @@
+"""The original worker's state.json, migrated on first load (contract.md, "Upgrading from the
+original worker"). Pure: a function of the legacy document and the clock.
+
+The legacy file is `{"completed": [requestId, ...], "current": {...} | null}` (no
+`schemaVersion`, schemas/legacy-state.schema.json). It is not corrupt:
+- `completed` becomes processed-request memory. The original kept request IDs only, so these
+  entries have no UID (""); intake rejects a replay by its request ID.
+- `current` in a terminal phase is kept as the last operation.
+- `current` in progress continues only where this worker can prove what happens next:
+  - `RebootScheduled` (reboot, prepare-gpu, configure-gpu-memory) and `PoweroffScheduled`
+    (poweroff): the phase clock runs from `scheduledAt` in the boot it was scheduled in, so a
+    new boot means the restart happened and the same boot past the deadline is Failed;
+  - `Registering`, and the legacy `Validating` (prepare-gpu): this worker's registration checks,
+    in the registration boot, from the registration start.
+  Without the boot the restart or registration was in, nothing can be proven: Interrupted.
+- Anything else in progress becomes Interrupted ("started by the previous worker version; not
+  resumed"), never replayed.
+
+The legacy file has no request spec, so a migrated operation has no request digest and no
+HostOperation name yet (both ""): `adopt_request` records them on the first supervise, from the
+object of the same UID. The spec is immutable (the CRD's `self == oldSelf`), so the spec seen
+then is the spec the original worker accepted; another object of that name has another UID and
+stops the operation as "execution state removed".
+
+Facts a later stage checks that the legacy file does not hold are recorded as None and listed
+in `data["legacy"]["unknown"]`, so each decision can tell "unknown" from a recorded value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from magicstick_host.domain.inspection import rfc3339
+from magicstick_host.domain.intake import request_digest
+from magicstick_host.domain.limits import DEFAULT_LIMITS
+from magicstick_host.domain.prepare import module_identity
+from magicstick_host.domain.state import TERMINAL_PHASES, Operation, ProcessedRequest, State
+
+NAMESPACE = "ai-system"
+NOT_RESUMED = "started by the previous worker version; not resumed"
+MIGRATED_EVENT = "migrated-from-legacy"
+# the restart budgets of this worker's operations (domain/operations.py)
+_BUDGET = {"reboot": 1, "poweroff": 1, "prepare-gpu": 1, "configure-gpu-memory": 2}
+_SCHEDULED = {
+    "reboot": "RebootScheduled",
+    "prepare-gpu": "RebootScheduled",
+    "configure-gpu-memory": "RebootScheduled",
+    "poweroff": "PoweroffScheduled",
+}
+_REGISTERING = ("Registering", "Validating")
+def is_legacy_document(doc: Any) -> bool:
+    """The original worker's shape: an object without `schemaVersion` that has `completed`."""
+    return isinstance(doc, dict) and "schemaVersion" not in doc and "completed" in doc
+
+
+def epoch_seconds(value: Any) -> float | None:
+    """A legacy time (epoch seconds or RFC 3339, as the schema allows) in epoch seconds."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.timestamp()
+    return None
+
+
+def _boottime_at(epoch: float | None, *, wall: datetime, boottime: float) -> float:
+    """CLOCK_BOOTTIME of a past moment of this boot; a future or unknown one starts now.
+
+    Only meaningful when the moment was in the current boot; in another boot the deadline that
+    uses it is never reached, because the decision sees the new boot first."""
+    if epoch is None:
+        return boottime
+    return min(boottime, boottime - (wall.timestamp() - epoch))
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _typed(value: Any, *kinds: type) -> bool:
+    """JSON type check where a boolean is only a boolean (not an int)."""
+    if isinstance(value, bool):
+        return bool in kinds
+    return isinstance(value, kinds)
+
+
+def _module_identity(before: Any) -> dict[str, str] | str | None:
+    """The identity of the ModuleActivation the original recorded before its handoff: a full
+    object or `{uid, spec}`; None when there was none; "unknown" for anything else."""
+    if before is None:
+        return None
+    meta = before.get("metadata", before)
+    if not isinstance(meta, dict) or not _str(meta.get("uid")) or "spec" not in before:
+        return "unknown"
+    return module_identity({"metadata": {"uid": meta["uid"]}, "spec": before["spec"]})
+
+
+def _prepare_data(cur: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    plan = cur["plan"] if isinstance(cur.get("plan"), dict) else {}
+    unknown = ["osVersionId"]  # the original recorded no host evidence
+
+    def from_plan(key: str, *kinds: type) -> Any:
+        if _typed(plan.get(key), *kinds):
+            return plan[key]
+        unknown.append(key)
+        return None
+
+    experiment = plan.get("experimentMode") is True
+    engine = plan.get("engineValidationAvailable")
+    if not _typed(engine, bool):
+        # only the experiment's handoff reads it; unknown there means "do not activate"
+        engine = None if experiment else True
+        if engine is None:
+            unknown.append("engineValidationAvailable")
+    identity = _module_identity(cur["activationBefore"]) if "activationBefore" in cur else "unknown"
+    if identity == "unknown":
+        unknown.append("moduleIdentity")
+    data: dict[str, Any] = {
+        "packages": from_plan("packages", dict),
+        "targetKernel": from_plan("targetKernel", str),
+        "rebootRequired": from_plan("rebootRequired", bool),
+        "gpuProfile": from_plan("gpuProfile", str),
+        "profileId": from_plan("profileId", str),
+        "profileVersion": from_plan("profileVersion", str, int),
+        "osVersionId": None,
+        "experiment": experiment,
+        "engineValidationAvailable": engine,
+        "moduleIdentity": None if identity == "unknown" else identity,
+        "installDone": True,  # every phase that continues comes after the package step
+    }
+    return data, unknown
+
+
+def _memory_data(cur: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    plan = cur["plan"] if isinstance(cur.get("plan"), dict) else {}
+    desired = cur.get("memoryDesired") or {}
+    stage = {"uma": "carveout", "ttm": "ttm"}.get(str(cur.get("memoryStage")))
+    reboots = int(cur.get("rebootCount") or 0)
+    options = plan.get("options") if _typed(plan.get("options"), list) else None
+    index = desired.get("carveoutIndex")
+    sizes = {o.get("index"): o.get("sizeMi") for o in options or () if isinstance(o, dict)}
+    size = sizes.get(index)
+    data: dict[str, Any] = {
+        "carveoutIndex": index,
+        "dynamicLimitMi": desired.get("dynamicLimitMi"),
+        "pciAddress": _str(plan.get("pciAddress")),
+        "fromCarveoutIndex": plan.get("currentCarveoutIndex")
+        if _typed(plan.get("currentCarveoutIndex"), int)
+        else None,
+        "options": options,
+        "newCarveoutMi": size if _typed(size, int) else None,
+        "stage": stage,
+        # a scheduled restart follows the write of its stage; a TTM stage after two restarts
+        # followed a carve-out write
+        "carveoutWritten": stage == "carveout" or reboots >= 2,
+        "ttmWritten": stage == "ttm",
+        # what must not change across the restarts: the original never recorded it
+        # the original kept no identity: verification checks what it can without one
+        "identity": None,
+    }
+    unknown = [k for k, v in data.items() if v is None]
+    return data, unknown
+
+
+def _action_data(cur: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    if cur["action"] == "prepare-gpu":
+        return _prepare_data(cur)
+    if cur["action"] == "configure-gpu-memory":
+        return _memory_data(cur)
+    return {}, []
+
+
+@dataclass(frozen=True)
+class _Continuation:
+    """How a legacy phase this worker can prove goes on."""
+
+    message: str
+    boot: str | None  # the boot the phase ran in; None when the record lacks it
+    since: Any  # the legacy time the phase began (epoch seconds or RFC 3339)
+    unprovable: str  # why it cannot go on without `boot`
+
+
+def _continuation(cur: dict[str, Any]) -> _Continuation | None:
+    action, phase = cur["action"], cur["phase"]
+    if _SCHEDULED.get(action) == phase:
+        what = "shutdown" if phase == "PoweroffScheduled" else "restart"
+        return _Continuation(
+            f"The {what} was scheduled by the previous worker version; this worker waits for "
+            "the new boot that proves it.",
+            _str(cur.get("stageBootId")) or _str(cur.get("initialBootId")),
+            cur.get("scheduledAt"),
+            f"the boot the {what} was scheduled in is not recorded, so it cannot be proven",
+        )
+    if action == "prepare-gpu" and phase in _REGISTERING:
+        own, other = ("registration", "validation")
+        if phase == "Validating":
+            own, other = other, own
+        since = cur.get(f"{own}StartedAt")
+        return _Continuation(
+            "Registering (continued from the previous worker version): waiting for the GPU "
+            "to register.",
+            _str(cur.get(f"{own}BootId")) or _str(cur.get(f"{other}BootId")),
+            since if since is not None else cur.get(f"{other}StartedAt"),
+            "the boot the registration began in is not recorded",
+        )
+    return None
+
+
+def migrate_operation(cur: dict[str, Any], *, wall: datetime, boottime: float) -> Operation:
+    action, phase = str(cur["action"]), str(cur["phase"])
+    now = rfc3339(wall)
+    started = epoch_seconds(cur.get("startedAt"))
+    accepted_at = rfc3339(datetime.fromtimestamp(started, UTC)) if started is not None else now
+    plan = cur["plan"] if isinstance(cur.get("plan"), dict) else {}
+    legacy_message = cur.get("message") if isinstance(cur.get("message"), str) else ""
+    data, unknown = _action_data(cur)
+    initial_boot = _str(cur.get("initialBootId")) or ""
+    base = Operation(
+        request_uid=str(cur["operationUid"]),
+        request_id=str(cur["requestId"]),
+        action=action,
+        namespace=NAMESPACE,
+        name="",  # adopt_request: the HostOperation this tick reads
+        request_digest="",  # adopt_request: from the spec of the object with this UID
+        plan_id=str(plan.get("id") or ""),
+        accepted_boot_id=initial_boot,
+        accepted_at=accepted_at,
+        phase=phase,
+        message="",
+        updated_at=now,
+        phase_boot_id=initial_boot,
+        phase_since_boottime=boottime,
+        reboots_used=int(cur.get("rebootCount") or 0),
+        reboot_budget=_BUDGET.get(action, 0),
+        data=data,
+    )
+    legacy: dict[str, Any] = {"migratedAt": now, "phase": phase, "unknown": sorted(unknown)}
+    if phase in TERMINAL_PHASES:
+        message = legacy_message or f"Finished ({phase}) under the previous worker version."
+        return replace(base, message=message[:2048], data={**data, "legacy": legacy})
+    cont = _continuation(cur)
+    if cont is not None and cont.boot is not None:
+        reboots = base.reboots_used
+        if phase in _SCHEDULED.values():
+            reboots = max(reboots, 1)  # a restart was scheduled: it counts against the budget
+        since = _boottime_at(epoch_seconds(cont.since), wall=wall, boottime=boottime)
+        return replace(
+            base,
+            message=cont.message,
+            phase_boot_id=cont.boot,
+            phase_since_boottime=since,
+            reboots_used=reboots,
+            data={**data, "legacy": legacy},
+        )
+    why = f" ({cont.unprovable})" if cont is not None else ""
+    return replace(
+        base,
+        phase="Interrupted",
+        message=(
+            f"The {action} operation (phase {phase}) was {NOT_RESUMED}{why}. Nothing was "
+            "repeated; check the host, then create a new request if it is still wanted."
+        ),
+        outcome="uncertain",
+        data={**data, "legacy": legacy},
+    )
+
+
+def migrate_legacy_state(
+    doc: dict[str, Any],
+    *,
+    wall: datetime,
+    boottime: float,
+    keep: int = DEFAULT_LIMITS.processed_request_ids_kept,
+) -> State:
+    """The State for a legacy document that matches schemas/legacy-state.schema.json."""
+    cur = doc.get("current")
+    op = migrate_operation(cur, wall=wall, boottime=boottime) if cur else None
+    # the original's order, once each; no UID: intake rejects a replay by its request ID
+    ids = [i for i in dict.fromkeys(doc["completed"]) if op is None or i != op.request_id]
+    processed = [ProcessedRequest("", i, "Completed") for i in ids]
+    if op is not None:  # this entry knows the UID too
+        phase = op.phase if op.terminal else "Accepted"
+        processed.append(ProcessedRequest(op.request_uid, op.request_id, phase))
+    return State(operation=op, processed=tuple(processed[-keep:]))
+
+
+def migration_summary(doc: dict[str, Any], state: State) -> dict[str, Any]:
+    """The facts of the migration journal entry."""
+    cur = doc.get("current") or {}
+    op = state.operation
+    return {
+        "event": MIGRATED_EVENT,
+        "completed": len(doc["completed"]),
+        "requestUid": op.request_uid if op else "",
+        "requestId": op.request_id if op else "",
+        "action": op.action if op else "",
+        "legacyPhase": str(cur.get("phase", "")),
+        "phase": op.phase if op else "",
+        "message": op.message if op else "",
+        "unknown": list((op.data.get("legacy") or {}).get("unknown", [])) if op else [],
+    }
+
+
+def adopt_request(op: Operation, request: dict[str, Any] | None, name: str) -> Operation:
+    """A migrated operation (name "") takes the HostOperation name the tick reads and, when the
+    object is the one the previous worker accepted (same UID), the digest of its spec."""
+    if op.name:
+        return op
+    meta = (request or {}).get("metadata") or {}
+    if request is None or str(meta.get("uid", "")) != op.request_uid or op.request_digest:
+        return replace(op, name=name)
+    return replace(
+        op, name=name, request_digest=request_digest(op.request_uid, request.get("spec") or {})
+    )
