@@ -11,6 +11,7 @@ simulator fault is armed; the administrator asks for an offered action as the da
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import threading
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from magicstick_host.domain.state import TERMINAL_PHASES, State
+from tests.harness.world import report_node_eligibility
 from tests.soak.actions import choose, report_fresh
 from tests.soak.counts import Counts
 from tests.soak.host import SoakHost
@@ -35,7 +37,8 @@ REGISTRATION_PHASES = ("Registering", "Validating")
 
 class Operator:
     """The magicstick operator's part: marks a node's GPU eligible and registered in Appliance
-    `local`, when the cluster serves Appliances (shared by every host, so under a lock)."""
+    `local`, when the cluster serves Appliances (one object for every host: under a lock, and
+    with the resourceVersion precondition of tests/harness/world.py)."""
 
     def __init__(self, cluster: Any) -> None:
         self.cluster = cluster
@@ -47,25 +50,11 @@ class Operator:
     def register(self, node_uid: str, boot_id: str) -> None:
         if not self.served:
             return
-        path = f"{APPLIANCES}/namespaces/ai-system/appliances/local"
+        entry = {"nodeUid": node_uid, "hostBootId": boot_id,
+                 "hostFingerprint": hashlib.sha256(node_uid.encode()).hexdigest(),
+                 "eligible": True, "hostDriverReady": True, "resourceRegistered": True}
         with self.lock:
-            code, obj = self.cluster.request("GET", path)
-            if code == 404:
-                self.cluster.request("POST", f"{APPLIANCES}/namespaces/ai-system/appliances", {
-                    "apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "Appliance",
-                    "metadata": {"name": "local", "namespace": "ai-system"}, "spec": {}})
-                obj = {}
-            status = (obj or {}).get("status") or {}
-            amd = ((status.get("hardwareOperators") or {}).get("amd-gpu") or {})
-            nodes = [n for n in (amd.get("compatibility") or {}).get("nodes") or []
-                     if n.get("nodeUid") != node_uid]
-            nodes.append({"nodeUid": node_uid, "hostBootId": boot_id,
-                          "hostFingerprint": "soak-" + node_uid[:8], "eligible": True,
-                          "hostDriverReady": True, "resourceRegistered": True})
-            patch = {"status": {"hardwareOperators": {"amd-gpu": {"compatibility": {
-                "nodes": nodes}}}}}
-            self.cluster.request("PATCH", path + "/status", patch,
-                                 content_type="application/merge-patch+json")
+            report_node_eligibility(self.cluster, entry)
 
 
 @dataclass

@@ -12,8 +12,9 @@ The rules (issue 10, item 8):
 - terminal stays terminal: in the local state and in the HostOperation status, and both agree;
 - the state loads (the worker's own `status --json` shows no state error) or is a documented
   block; no block says the state was corrupt (nobody but the worker writes it here);
-- the journal has every transition of the local operation seen at a tick's end (checked after
-  each tick that loaded the state, so a repair on the next load counts);
+- the journal has every transition of the local operation seen at a tick's end, and every
+  rejection (checked after each tick that loaded the state, so a repair on the next load
+  counts); within the journal, no request leaves a terminal phase;
 - exit codes: never 70, only documented ones; a tick never runs over its bound.
 """
 
@@ -248,6 +249,9 @@ def _journal(ledger: HostLedger, obs: Observation) -> list[Finding]:
     if op is not None:
         ledger.transitions.add((op.request_id, op.phase))
         ledger.accepted_ops.add(op.request_id)
+    if obs.state is not None:  # a rejection is a transition of the rejected request
+        ledger.transitions |= {(p.request_id, p.phase) for p in obs.state.processed
+                               if p.phase == "Rejected"}
     if obs.run.killed or obs.run.exit_code not in LOADED_EXIT_CODES:
         return []  # a kill may leave the last entry to the next load's repair
     out = []

@@ -97,6 +97,7 @@ def soak(server: KubeServer, work: Path, *, ticks: int, seed: int, hosts: int = 
     finally:
         for proxy in proxies:
             proxy.stop()
-    text = summary(counts, seed=seed, hosts=[f"{h.key} {h.name} ({h.scenario})" for h in soak_hosts],
-                   wall_s=wall, bound_s=bound_s, bound_note=bound_note)
+    names = [f"{h.key} {h.name} ({h.scenario})" for h in soak_hosts]
+    text = summary(counts, seed=seed, hosts=names, wall_s=wall, bound_s=bound_s,
+                   bound_note=bound_note)
     return counts, text

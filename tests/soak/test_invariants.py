@@ -218,3 +218,10 @@ def test_a_documented_block_is_not_a_violation() -> None:
     block = Block("execution-state-removed", "removed", "2026-11-30T12:00:00Z")
     doc = {"stateError": "", "block": block.to_json()}
     assert check_tick(ledger(), obs(1, State(block=block), status_doc=doc)) == []
+
+
+def test_a_rejection_missing_from_the_journal_is_reported() -> None:
+    rejected = State(processed=(ProcessedRequest("uid", RID, "Rejected"),))
+    assert rules(check_tick(ledger(), obs(1, rejected))) == ["journal incomplete"]
+    journal = [entry("Rejected", event="rejected")]
+    assert check_tick(ledger(), obs(1, rejected, journal=journal)) == []
