@@ -98,7 +98,8 @@ def inspect_host(
 
 
 def kubeconfig_present(path: str) -> bool:
-    return os.path.isfile(path)
+    # a directory (or another non-file) is there but unusable: bad input, not an agent node
+    return os.path.exists(path)
 
 
 def default_node_name() -> str:
@@ -151,7 +152,12 @@ def build_tick_deps(
         gather=lambda: gather(root, profiles, runner),
         runner=runner,
         clock=RealClock(),
-        kube=RealKube(kubeconfig, timeout=DEFAULT_LIMITS.kube_timeout_s),
+        # one instance per tick: its budget bounds all of the tick's Kubernetes I/O
+        kube=RealKube(
+            kubeconfig,
+            timeout=DEFAULT_LIMITS.kube_timeout_s,
+            budget_s=DEFAULT_LIMITS.kube_tick_budget_s,
+        ),
         store=FileStateStore(Path(state_dir)),
         lock_path=Path(state_dir) / "maintenance.lock",
         profiles=profiles,

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -157,7 +158,15 @@ def publish_report(
     if problems:  # a bug: never put a report the dashboard cannot read on the Node
         raise MagicstickError(f"the report does not match its schema: {problems[0]}")
     value = encode_report(report, tick.d.limits.report_max_chars)
-    kube.patch_node_annotation(tick.d.node_name, cluster.node_uid, REPORT_ANNOTATION, value)
+    # save=False is the heartbeat of a running playbook: bounded on its own, since the playbook
+    # may hold the lock past the tick's Kubernetes budget
+    bound = (
+        nullcontext()
+        if save
+        else kube.budget(tick.d.limits.kube_heartbeat_budget_s, apart=True)
+    )
+    with bound:
+        kube.patch_node_annotation(tick.d.node_name, cluster.node_uid, REPORT_ANNOTATION, value)
     if not save:
         return state
     return tick.save(

@@ -167,21 +167,23 @@ class Tick:
         if kube is None:
             return Cluster(error="no Kubernetes client")
         try:
-            node = kube.read_node(self.d.node_name)
-            uid = str(node.get("metadata", {}).get("uid", ""))
-            request = kube.get_hostoperation(NAMESPACE, hostoperation_name(uid))
-            actions = {(request or {}).get("spec", {}).get("action")}
-            if state.operation is not None and not state.operation.terminal:
-                actions.add(state.operation.action)
-            kinds = [OPERATIONS[a] for a in actions if a in OPERATIONS]
-            module = None
-            if any(kind.reads_module_activation for kind in kinds):
-                module = kube.get_module_activation(NAMESPACE, MODULE_NAME)
-            appliance, served = None, None
-            op = state.operation
-            if op is not None and not op.terminal and op.phase in REGISTRATION_PHASES:
-                served = kube.serves(f"{GROUP}/{VERSION}", APPLIANCES)
-                appliance = kube.get_appliance(NAMESPACE, APPLIANCE_NAME) if served else None
+            # a share of the tick's budget: the local step runs soon, whatever the API does
+            with kube.budget(self.d.limits.kube_read_budget_s):
+                node = kube.read_node(self.d.node_name)
+                uid = str(node.get("metadata", {}).get("uid", ""))
+                request = kube.get_hostoperation(NAMESPACE, hostoperation_name(uid))
+                actions = {(request or {}).get("spec", {}).get("action")}
+                if state.operation is not None and not state.operation.terminal:
+                    actions.add(state.operation.action)
+                kinds = [OPERATIONS[a] for a in actions if a in OPERATIONS]
+                module = None
+                if any(kind.reads_module_activation for kind in kinds):
+                    module = kube.get_module_activation(NAMESPACE, MODULE_NAME)
+                appliance, served = None, None
+                op = state.operation
+                if op is not None and not op.terminal and op.phase in REGISTRATION_PHASES:
+                    served = kube.serves(f"{GROUP}/{VERSION}", APPLIANCES)
+                    appliance = kube.get_appliance(NAMESPACE, APPLIANCE_NAME) if served else None
         except KubeError as exc:
             self.notes.append(f"kubernetes: {exc}")
             if isinstance(exc, KubeConfigError):

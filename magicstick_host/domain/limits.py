@@ -31,8 +31,14 @@ class Limits:
     report_min_interval_s: float = 60.0
     report_fresh_past_s: float = 180.0
     report_fresh_future_s: float = 30.0
-    # kubernetes calls
+    # kubernetes calls: each ends within its timeout and what remains of its budgets
     kube_timeout_s: float = 10.0
+    # all Kubernetes I/O of one tick (a playbook's report heartbeats aside)
+    kube_tick_budget_s: float = 30.0
+    # its share for the reads before the local step, so the step never waits long on them
+    kube_read_budget_s: float = 10.0
+    # each report heartbeat while a playbook holds the lock, on its own budget
+    kube_heartbeat_budget_s: float = 10.0
 
 
 DEFAULT_LIMITS = Limits()

@@ -1,12 +1,31 @@
-"""The Kubernetes port: the only module that imports `kubernetes`.
+"""The Kubernetes port: what the tick asks of the cluster, bounded in time.
 
-`KubePort` is what the tick needs; `RealKube` implements it with the official client, built from
-a kubeconfig path (in production the node's local K3s admin kubeconfig). Every call:
-- has a timeout (`timeout` seconds, default 10);
+`KubePort` is what the tick needs; `RealKube` implements it, built from a kubeconfig path (in
+production the node's local K3s admin kubeconfig). Every call:
 - returns plain JSON-like dicts (never client model objects);
 - maps failures onto the error taxonomy: timeouts, connection errors, 429 and 5xx are
   KubeTemporaryError; 404 KubeNotFoundError; 409 KubeConflictError; other 4xx
-  KubePermanentError.
+  KubePermanentError; a kubeconfig that cannot be used is KubeConfigError (bad input);
+- finishes, or fails with KubeTemporaryError, within min(its own timeout, what remains of every
+  budget it runs under), counting connect, the TLS handshake, the headers and the body: a server
+  that drips one byte every 2 s is cut off like one that never answers.
+
+Budgets bound the Kubernetes time of a tick and of its phases:
+- `RealKube(..., budget_s=30)` is the overall budget of everything the instance sends (the
+  composition root builds one instance per tick);
+- `with kube.budget(seconds):` bounds the calls made inside, e.g. the reads before the local
+  step, so that the step never waits long on Kubernetes; what they spend also counts against
+  the enclosing budgets, and a budget can only narrow what encloses it;
+- `with kube.budget(seconds, apart=True):` bounds the calls inside on their own, outside every
+  enclosing budget: the report heartbeat while a playbook holds the maintenance lock.
+A budget counts the time spent inside calls (a playbook between two calls spends none of it).
+A call whose budget is used up fails at once with KubeTemporaryError, without being sent.
+
+Two transports carry the calls, with the same answers and errors: the lean one (kube_http.py,
+the standard library's http.client and ssl) for the kubeconfigs it understands (client
+certificate, bearer token, CA, insecure-skip-tls-verify: kubeconfig.py), and the official
+client (kube_official.py, imported only then) for the rest (exec plugins, auth providers, ...).
+Adding a call is one method on RealKube (and its line on KubePort) over `_request`.
 
 Preconditions, as checked against the real kube-apiserver 1.36 (tests/contract):
 - `metadata.resourceVersion` in a merge patch: 409 when the object changed meanwhile, also
@@ -25,6 +44,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -35,6 +58,7 @@ from magicstick_host.errors import (
     KubePermanentError,
     KubeTemporaryError,
 )
+from magicstick_host.ports.kubeconfig import load_kubeconfig
 
 GROUP = "appliance.magicstick.dev"
 VERSION = "v1alpha1"
@@ -54,6 +78,10 @@ def hostoperation_name(node_uid: str) -> str:
 
 
 class KubePort(Protocol):
+    def budget(self, seconds: float, *, apart: bool = False) -> AbstractContextManager[None]:
+        """Bound the calls made inside (see the module docstring)."""
+        ...
+
     def read_node(self, name: str) -> Json: ...
 
     def patch_node_annotation(self, name: str, uid: str, key: str, value: str) -> Json: ...
@@ -83,6 +111,25 @@ class KubePort(Protocol):
     def patch_module_activation(
         self, namespace: str, name: str, spec: Json, resource_version: str
     ) -> Json: ...
+
+
+class Transport(Protocol):
+    """One HTTP exchange, within `timeout` seconds from connect to the last body byte.
+
+    Returns (status, body) for any HTTP answer; KubeTemporaryError when there is none in time.
+    """
+
+    name: str
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]],
+        body: Json | None,
+        content_type: str,
+        timeout: float,
+    ) -> tuple[int, bytes]: ...
 
 
 def _seg(value: str) -> str:
@@ -116,58 +163,116 @@ def error_for(status: int, what: str, body: str = "") -> Exception:
     return KubePermanentError(detail)
 
 
-class RealKube:
-    """KubePort on the official client. The kubeconfig is read on first use."""
+@dataclass
+class _Budget:
+    seconds: float
+    spent: float = 0.0
 
-    def __init__(self, kubeconfig: str, timeout: float = 10.0) -> None:
+    @property
+    def left(self) -> float:
+        return self.seconds - self.spent
+
+
+TRANSPORTS = ("auto", "lean", "official")
+
+
+class RealKube:
+    """KubePort over HTTPS. The kubeconfig is read on first use.
+
+    `timeout` bounds each call; `budget_s`, when given, all calls of this instance together.
+    `transport` is "auto" (the lean one when it can serve the kubeconfig, else the official
+    client), or "lean" / "official" to insist (tests run the contract on both).
+    """
+
+    def __init__(
+        self,
+        kubeconfig: str,
+        timeout: float = 10.0,
+        *,
+        budget_s: float | None = None,
+        transport: str = "auto",
+    ) -> None:
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
         self.kubeconfig = kubeconfig
         self.timeout = timeout
-        self._client: Any = None
+        self.transport = transport
+        self._wire: Transport | None = None
+        self._budgets: list[_Budget] = [] if budget_s is None else [_Budget(budget_s)]
+
+    # -- budgets ----------------------------------------------------------------------------
+
+    @contextmanager
+    def budget(self, seconds: float, *, apart: bool = False) -> Iterator[None]:
+        enclosing = self._budgets
+        self._budgets = [*([] if apart else enclosing), _Budget(seconds)]
+        try:
+            yield
+        finally:
+            self._budgets = enclosing
+
+    def _allowed(self, what: str) -> tuple[float, str]:
+        """The seconds this call may take, and a note when a budget (not the timeout) bounds it."""
+        allowed, note = self.timeout, ""
+        for budget in self._budgets:
+            if budget.left < allowed:
+                allowed = budget.left
+                note = f"; {max(allowed, 0):.1f} s were left of a {budget.seconds:g} s budget"
+        if allowed <= 0:
+            raise KubeTemporaryError(f"{what}: not sent: the Kubernetes time budget is used up")
+        return allowed, note
 
     # -- transport --------------------------------------------------------------------------
 
-    def _api(self) -> Any:
-        if self._client is None:
-            try:
-                from kubernetes import config
+    @property
+    def transport_name(self) -> str:
+        """The transport that serves this kubeconfig: "lean" or "official" (reads it)."""
+        return self._transport().name
 
-                loader: Any = config  # the client's own annotations are partial
-                self._client = loader.new_client_from_config(config_file=self.kubeconfig)
-            except Exception as exc:  # config errors come in many types
-                # one line: YAML errors come with line breaks and carets
-                detail = " ".join(str(exc).split())
+    def _transport(self) -> Transport:
+        if self._wire is None:
+            config = load_kubeconfig(self.kubeconfig)
+            official = self.transport == "official" or (
+                self.transport == "auto" and bool(config.official_only)
+            )
+            if official:
+                from magicstick_host.ports.kube_official import OfficialTransport
+
+                self._wire = OfficialTransport(self.kubeconfig)
+            elif config.official_only:
                 raise KubeConfigError(
-                    f"cannot load kubeconfig {self.kubeconfig}: {detail}"
-                ) from exc
-        return self._client
+                    f"cannot load kubeconfig {self.kubeconfig}: the lean transport does not "
+                    f"serve {', '.join(config.official_only)}"
+                )
+            else:
+                from magicstick_host.ports.kube_http import LeanTransport
+
+                self._wire = LeanTransport(config)
+        return self._wire
 
     def _request(
         self,
         method: str,
         path: str,
-        body: Json | list[Json] | None = None,
+        body: Json | None = None,
         content_type: str = JSON,
         query: list[tuple[str, str]] | None = None,
         *,
         uid_precondition: bool = False,
     ) -> Json:
-        import urllib3
-        from kubernetes.client.exceptions import ApiException
-
-        api = self._api()
         what = f"{method} {path}"
-        headers = {"Accept": JSON, "Content-Type": content_type}
+        transport = self._transport()
+        allowed, note = self._allowed(what)
+        charged = list(self._budgets)
+        started = time.monotonic()
         try:
-            response = self._call(api, method, path, headers, body, query or [])
-            raw = response.read() if hasattr(response, "read") else response.data
-            status = int(response.status)
-        except ApiException as exc:
-            # the older client raises for every non-2xx answer; the newer one returns it
-            raw = exc.body if isinstance(exc.body, bytes) else str(exc.body or exc.reason).encode()
-            status = int(exc.status or 0)
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise KubeTemporaryError(f"{what}: {type(exc).__name__}: {exc}") from exc
-        text = raw.decode("utf-8", errors="replace") if raw else ""
+            status, raw = transport.request(method, path, query or [], body, content_type, allowed)
+        except KubeTemporaryError as exc:
+            raise KubeTemporaryError(f"{what}: {exc}{note}") from exc
+        finally:
+            for budget in charged:
+                budget.spent += time.monotonic() - started
+        text = raw.decode("utf-8", errors="replace")
         if uid_precondition and status == 422 and "metadata.uid" in text:
             raise KubeConflictError(f"{what}: the object's UID is not the expected one "
                                     f"(precondition failed): {_api_message(text)}")
@@ -180,23 +285,6 @@ class RealKube:
         if not isinstance(parsed, dict):
             raise KubeTemporaryError(f"{what}: answer is not a JSON object")
         return parsed
-
-    def _call(self, api: Any, method: str, path: str, headers: dict[str, str],
-              body: Json | list[Json] | None, query: list[tuple[str, str]]) -> Any:
-        """One raw call: the newer (pydantic-era) client on PyPI, or the older one in Ubuntu
-        24.04's archive (python3-kubernetes 22.6), whose call_api takes the path directly."""
-        if hasattr(api, "param_serialize"):
-            _m, url, hdrs, data, _post = api.param_serialize(
-                method=method, resource_path=path, query_params=query, header_params=headers,
-                body=body, auth_settings=["BearerToken"],
-            )
-            return api.call_api(method, url, header_params=hdrs, body=data,
-                                _request_timeout=self.timeout)
-        return api.call_api(
-            path, method, path_params={}, query_params=query, header_params=headers,
-            body=body, auth_settings=["BearerToken"], _preload_content=False,
-            _return_http_data_only=True, _request_timeout=self.timeout,
-        )
 
     def _get_or_none(self, path: str) -> Json | None:
         try:
@@ -242,20 +330,21 @@ class RealKube:
         if not uid:
             return self._patch_status(path, status, resource_version)
         attempts = 1 if resource_version else 3
-        for attempt in range(attempts):
-            current = self._request("GET", path)
-            meta = current.get("metadata") or {}
-            if meta.get("uid") != uid:
-                raise KubeConflictError(
-                    f"HostOperation {namespace}/{name} has UID {meta.get('uid')!r}, not {uid!r}"
-                    " (deleted and replaced)"
-                )
-            rv = resource_version or str(meta.get("resourceVersion") or "")
-            try:
-                return self._patch_status(path, status, rv)
-            except KubeConflictError:
-                if attempt == attempts - 1:
-                    raise
+        with self.budget(self.timeout):  # one call: its reads and patches share its timeout
+            for attempt in range(attempts):
+                current = self._request("GET", path)
+                meta = current.get("metadata") or {}
+                if meta.get("uid") != uid:
+                    raise KubeConflictError(
+                        f"HostOperation {namespace}/{name} has UID {meta.get('uid')!r}, "
+                        f"not {uid!r} (deleted and replaced)"
+                    )
+                rv = resource_version or str(meta.get("resourceVersion") or "")
+                try:
+                    return self._patch_status(path, status, rv)
+                except KubeConflictError:
+                    if attempt == attempts - 1:
+                        raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _patch_status(self, path: str, status: Json, resource_version: str | None) -> Json:

@@ -1,4 +1,9 @@
-"""The worker's Kubernetes port (magicstick_host.ports.kube.RealKube) against the real server."""
+"""The worker's Kubernetes port (magicstick_host.ports.kube.RealKube) against the real server.
+
+Every test runs on both transports, the lean one (standard library) and the official client,
+and the lean one also with a client certificate in the shape of K3s's admin kubeconfig (what
+production uses).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from magicstick_host import schemas
 from magicstick_host.domain import report_policy as rp
@@ -29,9 +35,30 @@ ANNOTATION = "appliance.magicstick.dev/host-management"
 KERNEL = "6.17.0-1012-oem"
 
 
+# (transport, the worker's credential)
+WAYS = {"lean": ("lean", "token"), "lean-cert": ("lean", "cert"), "official": ("official", "token")}
+
+
+@pytest.fixture(params=WAYS.values(), ids=WAYS.keys())
+def way(request: pytest.FixtureRequest) -> tuple[str, str]:
+    return request.param  # type: ignore[no-any-return]
+
+
 @pytest.fixture
-def worker(kube: KubeCluster) -> RealKube:
-    return RealKube(str(kube.worker_kubeconfig), timeout=10)
+def transport(way: tuple[str, str]) -> str:
+    return way[0]
+
+
+@pytest.fixture
+def worker_kubeconfig(kube: KubeCluster, way: tuple[str, str]) -> Path:
+    return kube.worker_cert_kubeconfig if way[1] == "cert" else kube.worker_kubeconfig
+
+
+@pytest.fixture
+def worker(worker_kubeconfig: Path, transport: str) -> RealKube:
+    port = RealKube(str(worker_kubeconfig), timeout=10, transport=transport)
+    assert port.transport_name == transport
+    return port
 
 
 @pytest.fixture
@@ -65,22 +92,24 @@ def test_missing_objects(worker: RealKube) -> None:
     assert worker.get_module_activation(NAMESPACE, "absent-" + hexs(6)) is None
 
 
-def test_unreachable_server_is_temporary(tmp_path: Path, kube: KubeCluster) -> None:
-    cfg = json.loads(kube.worker_kubeconfig.read_text())
+def test_unreachable_server_is_temporary(
+    tmp_path: Path, worker_kubeconfig: Path, transport: str
+) -> None:
+    cfg = yaml.safe_load(worker_kubeconfig.read_text())
     cfg["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"
     path = tmp_path / "dead.kubeconfig"
     path.write_text(json.dumps(cfg))
     with pytest.raises(KubeTemporaryError):
-        RealKube(str(path), timeout=2).read_node("x")
+        RealKube(str(path), timeout=2, transport=transport).read_node("x")
 
 
-def test_missing_kubeconfig_is_permanent(tmp_path: Path) -> None:
+def test_missing_kubeconfig_is_permanent(tmp_path: Path, transport: str) -> None:
     with pytest.raises(KubePermanentError):
-        RealKube(str(tmp_path / "absent.yaml")).read_node("x")
+        RealKube(str(tmp_path / "absent.yaml"), transport=transport).read_node("x")
 
 
-def test_forbidden_is_permanent(kube: KubeCluster) -> None:
-    dashboard = RealKube(str(kube.dashboard_kubeconfig))
+def test_forbidden_is_permanent(kube: KubeCluster, transport: str) -> None:
+    dashboard = RealKube(str(kube.dashboard_kubeconfig), transport=transport)
     with pytest.raises(KubePermanentError, match="403"):
         dashboard.read_node("anything")
 
