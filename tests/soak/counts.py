@@ -22,6 +22,7 @@ class Counts:
     requests: dict[str, Counter[str]] = field(default_factory=dict)  # action -> final phase
     blocks: Counter[str] = field(default_factory=Counter)
     recoveries: int = 0
+    reimages: int = 0
     reports_not_fresh: int = 0
     violations: list[Violation] = field(default_factory=list)
     tick_walls: list[float] = field(default_factory=list)
@@ -38,6 +39,7 @@ class Counts:
         for action, phases in other.requests.items():
             self.requests.setdefault(action, Counter()).update(phases)
         self.recoveries += other.recoveries
+        self.reimages += other.reimages
         self.reports_not_fresh += other.reports_not_fresh
         self.violations += other.violations
         self.tick_walls += other.tick_walls
@@ -60,7 +62,8 @@ def summary(counts: Counts, *, seed: int, hosts: list[str], wall_s: float, bound
         f"tick wall time: max {walls[-1]:.1f} s, p99 {p:.1f} s, median "
         f"{walls[len(walls) // 2]:.2f} s; bound {bound_s:.0f} s ({bound_note})",
         f"kills {sum(counts.kills.values())}: {_line(counts.kills)}",
-        f"boots {sum(counts.boots.values())}: {_line(counts.boots)}",
+        f"boots {sum(counts.boots.values())}: {_line(counts.boots)}; machines reinstalled "
+        f"{counts.reimages}",
         f"API faults injected {injected} (ticks a fault acted in): "
         f"{_line(counts.api_injected, FAULT_KINDS)}",
         f"  armed per kind: {_line(counts.api_armed, FAULT_KINDS)}",

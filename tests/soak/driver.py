@@ -81,7 +81,18 @@ class HostDriver:
         self.counts.boots[why] += 1
         self.shutdown_countdown = None
 
+    def _reimage(self) -> None:
+        self.final_phases()  # of the requests of this installation
+        self.host.reimage()
+        self.counts.reimages += 1
+        self.ledger = HostLedger(self.host.key, self.s.bound_s)
+        self.state = None
+        self.shutdown_countdown = None
+
     def _between(self, plan: TickPlan, rng: random.Random) -> None:
+        op = self.state.operation if self.state else None
+        if plan.reimage and (op is None or op.terminal) and self.shutdown_countdown is None:
+            self._reimage()
         self.host.kubelet_catch_up()  # a lagging kubelet reports the boot one tick later
         if self.shutdown_countdown is not None:
             self.shutdown_countdown -= 1
@@ -204,7 +215,8 @@ class HostDriver:
     # -- the end ------------------------------------------------------------------------------
 
     def final_phases(self) -> None:
-        """Each request's phase as the local state (the truth) has it at the end."""
+        """Each request's phase as the local state (the truth) has it at the end (of the soak
+        or of this installation of the machine)."""
         state = self.state or State()
         local = {p.request_id: p.phase for p in state.processed}
         if state.operation is not None:

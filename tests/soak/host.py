@@ -50,15 +50,32 @@ class SoakHost:
                  proxy: FaultProxy, kubeconfig: Path) -> None:
         # `key` ("host-0") names the host in the fault schedule: stable across runs
         self.key, self.name, self.scenario = key, name, scenario
-        self.root, self.state_dir = work / "host", work / "state"
+        self.work, self.generation = work, 0
         self.cluster, self.proxy, self.kubeconfig = cluster, proxy, kubeconfig
-        create_host(scenario, self.root)
+        self._install()
+
+    def _install(self) -> None:
+        """A freshly installed machine: its scenario's root, an empty state directory, and a
+        Node registered by its new kubelet (a new UID, so a new HostOperation name)."""
+        gen = self.work / f"gen-{self.generation}"
+        self.root, self.state_dir = gen / "host", gen / "state"
+        create_host(self.scenario, self.root)
         host = load_host(self.root)
-        node = cluster.create_node(name, boot_id=host.boot_id, kernel=host.kernel.release)
+        node = self.cluster.create_node(self.name, boot_id=host.boot_id,
+                                        kernel=host.kernel.release)
         self.node_uid: str = node["metadata"]["uid"]
         self.request_name = hostoperation_name(self.node_uid)
         self.effects = EffectsTail(self.root)
         self.kubelet_behind = False
+
+    def reimage(self) -> None:
+        """The administrator reinstalls the machine: everything local is new, and the Node is
+        deleted and registered again."""
+        code, body = self.cluster.request("DELETE", f"/api/v1/nodes/{self.name}")
+        if code not in (200, 202):
+            raise AssertionError(f"deleting Node {self.name}: HTTP {code}: {body!r:.300}")
+        self.generation += 1
+        self._install()
 
     # -- the simulated machine ----------------------------------------------------------------
 

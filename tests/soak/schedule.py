@@ -33,6 +33,9 @@ KUBELET_LAG_RATE = 0.3  # of the boots: the Node shows the new boot only a tick 
 HOST_FAULT_RATE = 0.02  # a one-shot simulator fault armed before a tick
 HOST_FAULTS = ("apt-fails", "package-unavailable", "apt-crash-halfway",
                "memory-playbook-fails", "gpu-publish-fails")
+# of the ticks where the host is idle: the machine is reinstalled (so an old kernel is prepared
+# again and again over a long soak, and the Node comes back with a new UID)
+REIMAGE_RATE = 0.004
 ASK_RATE = 0.35  # the administrator asks for something when the host is free
 DEVICE_PLUGIN_RATE = 0.6  # the device plugin / operator registers a waiting GPU this tick
 SHUTDOWN_DELAY_TICKS = (1, 2, 3)  # a scheduled shutdown happens this many ticks after it is seen
@@ -52,6 +55,7 @@ class TickPlan:
     stray_boot: bool
     kubelet_lag: bool
     host_fault: str | None
+    reimage: bool
     ask: bool
     device_plugin: bool
     shutdown_delay_ticks: int
@@ -94,6 +98,7 @@ def plan_tick(seed: int, host: str, n: int, typical_tick_s: float = 1.2) -> Tick
         stray_boot=rng.random() < STRAY_BOOT_RATE,
         kubelet_lag=rng.random() < KUBELET_LAG_RATE,
         host_fault=rng.choice(HOST_FAULTS) if rng.random() < HOST_FAULT_RATE else None,
+        reimage=rng.random() < REIMAGE_RATE,
         ask=rng.random() < ASK_RATE,
         device_plugin=rng.random() < DEVICE_PLUGIN_RATE,
         shutdown_delay_ticks=rng.choice(SHUTDOWN_DELAY_TICKS),
