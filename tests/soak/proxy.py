@@ -10,7 +10,8 @@ what the fault says instead of forwarding:
 - `blackhole`: reads the request and never answers (new connections are accepted and never
   get a TLS handshake);
 - `restart`: resets every connection and refuses new ones (the listening socket is closed) for
-  `down_s` seconds, as a restarting apiserver does; the downtime may outlast the tick.
+  `down_s` seconds, as a restarting apiserver does, then serves again; the downtime may
+  outlast the tick.
 Unarmed, or before `after`, every request is passed through unchanged.
 """
 
@@ -173,6 +174,8 @@ class FaultProxy:
             self._seen += 1
             if fault is None or n < fault.after or (fault.once and n != fault.after):
                 return None
+            if fault.kind == "restart" and self._fired:
+                return None  # it restarted once; it serves again when it is back
             self._fired += 1
             return fault
 
@@ -266,6 +269,10 @@ class FaultProxy:
             with self._lock:
                 self._down_until = time.monotonic() + fault.down_s
                 conns = list(self._conns)
+                listener = self._listener
+            if listener is not None:  # refuse from now on: wakes the acceptor's accept()
+                with contextlib.suppress(OSError):
+                    listener.shutdown(socket.SHUT_RDWR)
             for conn in conns:  # other threads own them: wake their reads, they close
                 with contextlib.suppress(OSError):
                     conn.shutdown(socket.SHUT_RDWR)

@@ -78,7 +78,7 @@ def _api_fault(rng: random.Random) -> ApiFault | None:
     return ApiFault(
         kind=kind,
         after=rng.choice((0, 0, 1, 2, 3, 4, 6)),
-        once=kind not in ("restart", "blackhole") and rng.random() < 0.3,
+        once=kind != "blackhole" and rng.random() < 0.3,
         code=rng.choice((500, 502, 503, 504)) if kind == "5xx" else 0,
         down_s=rng.uniform(1.0, 20.0) if kind == "restart" else 0.0,
     )
