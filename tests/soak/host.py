@@ -2,8 +2,8 @@
 
 The tick and `status --json` run as subprocesses of the installed `magicstick-host`, exactly as
 the systemd unit runs them (with `--executor sim` on the simulated root). A tick may be
-SIGKILLed: after a delay, as soon as a new step intent is saved, or as soon as the host logs an
-effect; and it is always killed at the hard limit, which is itself a violation.
+SIGKILLed at a moment `tests/soak/kills.py` picks; and it is always killed at the hard limit,
+which is itself a violation.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from magicstick_host.ports.kube import hostoperation_name
 from magicstick_host.sim.boot import boot_host
 from magicstick_host.sim.writer import create_host, load_host, write_host
 from tests.soak.invariants import KILLED, TickRun
+from tests.soak.kills import KillWatch
 from tests.soak.observe import EffectsTail
 from tests.soak.proxy import FaultProxy
 from tests.soak.schedule import Kill
@@ -31,18 +32,6 @@ EXE = str(Path(sys.executable).parent / "magicstick-host")
 _POPEN = subprocess.Popen
 STATUS_TIMEOUT_S = 30.0
 Json = dict[str, Any]
-Seen = tuple[int, int, int] | None
-
-
-def _open_steps(state_path: Path) -> set[tuple[str, str]] | None:
-    """The (step, startedAt) intents without an outcome in a state file; None if unreadable."""
-    try:
-        doc = json.loads(state_path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    op = (doc or {}).get("operation") or {}
-    return {(s.get("name"), s.get("startedAt")) for s in op.get("steps") or []
-            if s.get("outcome") is None}
 
 
 class SoakHost:
@@ -119,10 +108,7 @@ class SoakHost:
                 self.name]
 
     def run_tick(self, kill: Kill | None, hard_limit_s: float) -> TickRun:
-        state_path = self.state_dir / "state.json"
-        before = _open_steps(state_path) or set()
-        effects_size = self.effects.size()
-        last_seen: Seen = None
+        watch = KillWatch(kill, self.state_dir / "state.json", self.effects) if kill else None
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             started = time.monotonic()
             proc = _POPEN(self.tick_argv(), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
@@ -133,13 +119,10 @@ class SoakHost:
                 if elapsed > hard_limit_s:
                     over = True
                     break
-                if kill is not None:
-                    due, last_seen = self._kill_due(kill, elapsed, state_path, before,
-                                                     effects_size, last_seen)
-                    if due:
-                        killed = True
-                        break
-                time.sleep(0.002 if kill is not None else 0.01)
+                if watch is not None and watch.due(elapsed):
+                    killed = True
+                    break
+                time.sleep(0.001 if watch is not None else 0.01)
             if killed or over:
                 os.killpg(proc.pid, signal.SIGKILL)
             code = proc.wait()
@@ -150,24 +133,6 @@ class SoakHost:
             killed = False  # it had exited by itself just before the signal
         return TickRun(exit_code=code, wall_s=wall, stderr=stderr, killed=killed or over,
                        over_bound=over)
-
-    def _kill_due(self, kill: Kill, elapsed: float, state_path: Path,
-                  before: set[tuple[str, str]], effects_size: int,
-                  last_seen: Seen) -> tuple[bool, Seen]:
-        """(kill now?, the state file's identity as last seen)."""
-        if kill.kind == "timed":
-            return elapsed >= kill.delay_s, last_seen
-        if kill.kind == "on-effect":
-            return self.effects.size() > effects_size, last_seen
-        try:
-            st = os.stat(state_path)
-        except FileNotFoundError:
-            return False, None
-        seen = (st.st_ino, st.st_mtime_ns, st.st_size)  # inode numbers are reused
-        if seen == last_seen:
-            return False, seen  # not replaced since the last look
-        steps = _open_steps(state_path)
-        return bool(steps and steps - before), seen
 
     def status(self) -> tuple[int, Json | None, str]:
         argv = [EXE, "status", "--json", "--state-dir", str(self.state_dir), "--node-name",

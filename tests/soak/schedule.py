@@ -22,10 +22,11 @@ API_FAULT_RATES = {
     "slow-drip": 0.012,
     "blackhole": 0.012,
 }
-KILL_RATES = {
-    "timed": 0.05,  # SIGKILL after a random delay within a tick's usual duration
-    "on-intent": 0.03,  # SIGKILL as soon as a new step intent is saved (before its effect)
-    "on-effect": 0.03,  # SIGKILL as soon as the host logs an effect (before its outcome)
+KILL_RATES = {  # the moments: tests/soak/kills.py
+    "timed": 0.04,
+    "on-save": 0.03,
+    "on-intent": 0.03,
+    "on-effect": 0.03,
 }
 POWER_LOSS_SHARE = 0.25  # of the kills: the host also boots at once (power lost mid-tick)
 STRAY_BOOT_RATE = 0.015  # a boot the worker did not ask for, before a tick
@@ -43,8 +44,9 @@ SHUTDOWN_DELAY_TICKS = (1, 2, 3)  # a scheduled shutdown happens this many ticks
 
 @dataclass(frozen=True)
 class Kill:
-    kind: str  # "timed" | "on-intent" | "on-effect"
-    delay_s: float = 0.0  # timed: after this long; on-*: the latest moment, then no kill
+    kind: str  # "timed" | "on-save" | "on-intent" | "on-effect"
+    delay_s: float = 0.0  # timed: after this long
+    nth: int = 1  # on-save: after this many saves of the tick
     power_loss: bool = False
 
 
@@ -91,7 +93,7 @@ def plan_tick(seed: int, host: str, n: int, typical_tick_s: float = 1.2) -> Tick
     kill = None
     if kind is not None:
         kill = Kill(kind, delay_s=rng.uniform(0.05, 1.3 * typical_tick_s),
-                    power_loss=rng.random() < POWER_LOSS_SHARE)
+                    nth=rng.choice((1, 1, 2, 3)), power_loss=rng.random() < POWER_LOSS_SHARE)
     return TickPlan(
         api=api,
         kill=kill,
