@@ -1,8 +1,9 @@
 """The JSON Schemas that ship with the package, and one validator entry point.
 
-Cross-file references (`urn:magicstick-host:<name>#/$defs/...`) are inlined at load time, so
-validation needs nothing newer than the jsonschema in Ubuntu 24.04's archive (4.10), which has
-no `referencing` registry.
+Cross-file references (`urn:magicstick-host:<name>#/$defs/...`) are inlined at load time.
+`errors` validates with the compiled validator (`compiled.py`: plain closures, nothing to import
+on the tick's hot path); `validator` is jsonschema's, the reference that the tests hold the
+compiled one to, and it needs nothing newer than Ubuntu 24.04's jsonschema 4.10.
 """
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
+from magicstick_host.schemas.compiled import Check, compile_schema
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 URN_PREFIX = "urn:magicstick-host:"
 
@@ -50,11 +54,18 @@ def _inline(node: Any, doc_name: str) -> Any:
 
 @cache
 def validator(name: str) -> Draft202012Validator:
-    """`name` is the file stem, e.g. "inspect" for inspect.schema.json."""
+    """jsonschema's validator (the reference); `name` is the file stem, e.g. "inspect"."""
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(_inline(_document(name), name))
+
+
+@cache
+def compiled_validator(name: str) -> Check:
+    return compile_schema(_inline(_document(name), name))
 
 
 def errors(name: str, instance: Any) -> list[str]:
     """Every violation as `path: message`, empty when valid."""
-    found = sorted(validator(name).iter_errors(instance), key=lambda e: list(e.absolute_path))
-    return [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}" for e in found]
+    found = sorted(compiled_validator(name)(instance, ()), key=lambda e: [str(p) for p in e[0]])
+    return [f"{'/'.join(str(p) for p in path) or '(root)'}: {message}" for path, message in found]
