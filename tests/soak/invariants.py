@@ -101,7 +101,6 @@ class HostLedger:
     transitions: set[tuple[str, str]] = field(default_factory=set)  # (requestId, phase)
     accepted_ops: set[str] = field(default_factory=set)  # requestIds
     journal_reported: set[tuple[str, str]] = field(default_factory=set)
-    max_wall_s: float = 0.0
 
     def forget_hostop(self, uid: str) -> None:
         """The dashboard deleted this (terminal) HostOperation to replace it."""
@@ -126,7 +125,6 @@ def check_tick(ledger: HostLedger, obs: Observation) -> list[Violation]:
 def _exit_code(ledger: HostLedger, obs: Observation) -> list[Finding]:
     run = obs.run
     out = []
-    ledger.max_wall_s = max(ledger.max_wall_s, run.wall_s)
     if run.over_bound or run.wall_s > ledger.bound_s:
         out.append(("tick over its bound", f"{run.wall_s:.1f} s > {ledger.bound_s:.0f} s"))
     died = run.killed or (run.exit_code == SIM_CRASH_EXIT and _sim_crash(obs))

@@ -24,7 +24,6 @@ import ssl
 import struct
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,7 +85,6 @@ class FaultProxy:
         self._listener: socket.socket | None = None
         self._conns: set[socket.socket] = set()
         self.port = 0
-        self.fired_total: Counter[str] = Counter()  # requests hit, per kind, over the soak
         self._acceptor: threading.Thread | None = None
 
     # -- control (the soak's thread) ----------------------------------------------------------
@@ -109,19 +107,13 @@ class FaultProxy:
         """End the tick's fault; returns how many requests it acted on. Connections left
         hanging (blackhole, slow drip) are cut: the worker process has exited anyway."""
         with self._lock:
-            fired, fault = self._fired, self._fault
+            fired = self._fired
             self._fault, self._seen, self._fired = None, 0, 0
-            if fault is not None and fired:
-                self.fired_total[fault.kind] += fired
             conns = list(self._conns)
         for conn in conns:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
         return fired
-
-    def requests_seen(self) -> int:
-        with self._lock:
-            return self._seen
 
     def stop(self) -> None:
         self._stop.set()
