@@ -104,9 +104,16 @@ def carveout_selections(root: Path) -> dict[str, str]:
 
 
 def carveout_writes(before: dict[str, str], after: dict[str, str], boot_id: str) -> list[Json]:
+    """The selections that changed during a tick, as effects.
+
+    A real sysfs attribute takes a write whole or not at all; the simulator's stand-in is a
+    regular file, which a tick killed between the worker's open (O_TRUNC) and its write leaves
+    empty. The simulator renders such a file again from its model on its next write of the
+    tree (during any later command): a change away from a value that is not an index is that
+    re-render, not an effect of the worker."""
     return [
         {"effect": "carveout-write", "path": path, "from": before.get(path), "to": value,
          "bootId": boot_id}
         for path, value in after.items()
-        if before.get(path) != value
+        if before.get(path) != value and (before.get(path) or "").strip().isdigit()
     ]
