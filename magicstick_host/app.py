@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,10 @@ from magicstick_host.ports.runner import NOT_FOUND, CommandResult, CommandRunner
 from magicstick_host.profile_store import default_profiles_dir, load_profiles
 
 if TYPE_CHECKING:
-    from magicstick_host.tick import TickDeps, TickResult
+    from magicstick_host.ports.kube import KubePort
+    from magicstick_host.ports.state_store import StateStore
+    from magicstick_host.tick import CrashHook, TickDeps
+    from magicstick_host.tick_result import TickResult
 
 SIM_MARKER = ".magicstick-sim/host.json"
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -43,14 +47,28 @@ def is_sim_root(root: str) -> bool:
     return os.path.isfile(os.path.join(root, SIM_MARKER))
 
 
+def simulator() -> types.SimpleNamespace:
+    """The host simulator's entry points, imported only now: it is for demos and tests, and
+    the appliance install leaves it out (then this is bad input, one line)."""
+    try:
+        from magicstick_host.sim import boot, runner, scenarios, writer
+    except ImportError as exc:
+        from magicstick_host.errors import BadInputError
+
+        raise BadInputError(
+            f"the host simulator is not installed here ({exc.name}); simulated hosts are for "
+            "demos and tests, from a checkout"
+        ) from None
+    return types.SimpleNamespace(boot=boot, runner=runner, scenarios=scenarios, writer=writer)
+
+
 def query_runner(root: str) -> CommandRunner:
     """The runner for read-only queries (systemctl is-active) about the host under `root`."""
     if os.path.realpath(root) == "/":
         return RealRunner()
     if is_sim_root(root):
-        from magicstick_host.sim.runner import SimRunner
-
-        return SimRunner(Path(root))
+        runner: CommandRunner = simulator().runner.SimRunner(Path(root))
+        return runner
     return NoCommandsRunner()
 
 
@@ -102,6 +120,10 @@ def kubeconfig_present(path: str) -> bool:
     return os.path.exists(path)
 
 
+NODE_NAME_ENV = "MAGICSTICK_HOST_NODE_NAME"
+MAX_NODE_NAME = 253  # a DNS-1123 subdomain, as Kubernetes names Nodes (contract.md, nodeName)
+
+
 def default_node_name() -> str:
     import socket
 
@@ -115,6 +137,67 @@ def default_node_name() -> str:
     return name
 
 
+def node_name_of(option: str | None) -> str:
+    """This host's Node name: --node-name (or its environment variable), else the short host
+    name. An empty one is an error, never "use the host name": a unit or script that meant to
+    set it and set nothing would otherwise act on whatever the host name happens to be."""
+    from magicstick_host.errors import BadInputError
+
+    if option is None and os.environ.get(NODE_NAME_ENV) == "":
+        # click treats an empty environment variable as unset
+        raise BadInputError(f"{NODE_NAME_ENV} is set but empty; set this host's Node name or "
+                            "unset it to use the short host name")
+    if option is None:
+        return default_node_name()
+    if not option:
+        raise BadInputError("--node-name is empty; give this host's Node name")
+    if len(option) > MAX_NODE_NAME:
+        raise BadInputError(
+            f"--node-name is {len(option)} characters long; a Node name has at most "
+            f"{MAX_NODE_NAME}"
+        )
+    if not _DNS1123.match(option):
+        raise BadInputError(f"--node-name {option[:64]!r} is not a DNS-1123 name")
+    return option
+
+
+def tick_deps(
+    *,
+    root: str,
+    runner: CommandRunner,
+    clock: Clock,
+    kube: KubePort | None,
+    state_dir: Path,
+    profiles: tuple[Profile, ...],
+    node_name: str,
+    playbooks_dir: Path,
+    limits: Limits = DEFAULT_LIMITS,
+    store: StateStore | None = None,
+    crash: CrashHook | None = None,
+) -> TickDeps:
+    """The tick's ports around the given seams: the state store, the maintenance lock and the
+    host filesystem under `root` (tests pass a simulator, a fake clock and a test apiserver)."""
+    from magicstick_host.ports.lock import MaintenanceLock
+    from magicstick_host.ports.state_store import FileStateStore
+    from magicstick_host.tick import TickDeps, no_crash
+
+    return TickDeps(
+        root=root,
+        gather=lambda: gather(root, profiles, runner),
+        runner=runner,
+        clock=clock,
+        kube=kube,
+        store=store or FileStateStore(state_dir),
+        lock=MaintenanceLock(state_dir / "maintenance.lock"),
+        hostfs=RootedHostFS(root),
+        profiles=profiles,
+        node_name=node_name,
+        playbooks_dir=playbooks_dir,
+        limits=limits,
+        crash=crash or no_crash,
+    )
+
+
 def build_tick_deps(
     *,
     root: str,
@@ -126,12 +209,8 @@ def build_tick_deps(
 ) -> TickDeps:
     from magicstick_host.errors import BadInputError
     from magicstick_host.ports.kube import RealKube
-    from magicstick_host.ports.state_store import FileStateStore
-    from magicstick_host.tick import TickDeps
 
-    name = node_name or default_node_name()
-    if not _DNS1123.match(name):
-        raise BadInputError(f"--node-name {name!r} is not a DNS-1123 name")
+    name = node_name_of(node_name)
     runner: CommandRunner
     if executor == "real":
         if os.path.realpath(root) != "/":
@@ -143,13 +222,9 @@ def build_tick_deps(
     else:
         if not is_sim_root(root):
             raise BadInputError(f"--executor sim needs a simulated host root; {root} is not one")
-        from magicstick_host.sim.runner import SimRunner
-
-        runner = SimRunner(Path(root))
-    profiles = profiles_from(profiles_dir)
-    return TickDeps(
+        runner = simulator().runner.SimRunner(Path(root))
+    return tick_deps(
         root=root,
-        gather=lambda: gather(root, profiles, runner),
         runner=runner,
         clock=RealClock(),
         # one instance per tick: its budget bounds all of the tick's Kubernetes I/O
@@ -158,22 +233,23 @@ def build_tick_deps(
             timeout=DEFAULT_LIMITS.kube_timeout_s,
             budget_s=DEFAULT_LIMITS.kube_tick_budget_s,
         ),
-        store=FileStateStore(Path(state_dir)),
-        lock_path=Path(state_dir) / "maintenance.lock",
-        profiles=profiles,
+        state_dir=Path(state_dir),
+        profiles=profiles_from(profiles_dir),
         node_name=name,
         playbooks_dir=default_playbooks_dir(),
     )
 
 
 def tick(deps: TickDeps) -> TickResult:
-    from magicstick_host.errors import ExitCode, LockBusyError
-    from magicstick_host.tick import TickResult, run_tick
+    """One tick; another holder of the maintenance lock makes it a quiet "busy"."""
+    from magicstick_host.errors import LockBusyError
+    from magicstick_host.tick import run_tick
+    from magicstick_host.tick_result import TickResult
 
     try:
         return run_tick(deps)
-    except LockBusyError as exc:
-        return TickResult(ExitCode.BUSY, str(exc))
+    except LockBusyError as exc:  # it saw nothing: what it last logged still holds
+        return TickResult(str(exc), (exc,), complete=False)
 
 
 # -- status, history and recover: read-only views, and the console's way out of a block ----
@@ -200,8 +276,8 @@ def state_conditions(state_dir: str) -> list[dict[str, str]]:
 def status_document(state_dir: str, node_name: str | None) -> dict[str, Any]:
     from magicstick_host.domain.status_view import build_status
 
+    name = node_name_of(node_name)
     state, error, legacy = read_state_readonly(state_dir)
-    name = node_name or default_node_name()
     return build_status(
         state,
         node_name=name,
@@ -234,8 +310,9 @@ def recover(state_dir: str, node_name: str) -> str:
     corrupt state, archive the stopped operation into the journal, and lift the block."""
     from dataclasses import replace
 
-    from magicstick_host.domain.inspection import rfc3339
+    from magicstick_host.domain.phase import Phase
     from magicstick_host.domain.state import ProcessedRequest
+    from magicstick_host.domain.times import rfc3339
     from magicstick_host.errors import StateCorruptError
     from magicstick_host.ports.lock import MaintenanceLock
     from magicstick_host.ports.state_store import FileStateStore
@@ -259,7 +336,7 @@ def recover(state_dir: str, node_name: str) -> str:
             )
         cleared = replace(state, operation=None, block=None)
         if op is not None:
-            phase = op.phase if op.terminal else "Interrupted"
+            phase = op.phase if op.terminal else Phase.INTERRUPTED
             cleared = cleared.remember(
                 ProcessedRequest(op.request_uid, op.request_id, phase),
                 DEFAULT_LIMITS.processed_request_ids_kept,

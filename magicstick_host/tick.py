@@ -2,7 +2,9 @@
 
 lock → cloud-init gate → load state → collect → plan → supervise / intake / advance at most one
 step → publish → exit. Every state change is saved (fsync) before anything that depends on it,
-and every side effect runs between a saved intent and a saved outcome.
+and every side effect runs between a saved intent and a saved outcome. What is particular to an
+operation comes from its module, found in the registry (domain/operations/registry.py); the
+ports come built from the composition root (app.py), the only module that imports this one.
 """
 
 from __future__ import annotations
@@ -12,39 +14,49 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from magicstick_host.domain import operation as ops
-from magicstick_host.domain.canonical import sha256_hex
+from magicstick_host.cluster_reads import read_cluster
+from magicstick_host.domain import log_lines
+from magicstick_host.domain.cluster import SYSTEM_NAMESPACE, ClusterView, hostoperation_name
 from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence
-from magicstick_host.domain.gpu_memory import gpu_memory_capability
-from magicstick_host.domain.history import is_transition, transition_entry
-from magicstick_host.domain.inspection import build_inspection, rfc3339
-from magicstick_host.domain.intake import (
+from magicstick_host.domain.history import evidence_digest, is_transition, transition_entry
+from magicstick_host.domain.inspection import build_inspection, host_capabilities
+from magicstick_host.domain.intake import review_request
+from magicstick_host.domain.legacy_state import adopt_request
+from magicstick_host.domain.limits import DEFAULT_LIMITS, Limits
+from magicstick_host.domain.log_lines import LogLine, transition_line
+from magicstick_host.domain.operations import lifecycle
+from magicstick_host.domain.operations.decide import decide
+from magicstick_host.domain.operations.registry import kind_of
+from magicstick_host.domain.phase import Phase
+from magicstick_host.domain.profiles import Profile
+from magicstick_host.domain.request import (
     Accepted,
     HostFacts,
     Ignored,
     Rejected,
-    request_digest,
-    review_request,
+    rejection_status,
 )
-from magicstick_host.domain.legacy_state import adopt_request
-from magicstick_host.domain.limits import DEFAULT_LIMITS, Limits
-from magicstick_host.domain.operations import OPERATIONS
-from magicstick_host.domain.plan import clip_message
-from magicstick_host.domain.prepare import APPLIANCE_NAME, MODULE_NAME, REGISTRATION_PHASES
-from magicstick_host.domain.profiles import Profile
 from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State
+from magicstick_host.domain.supervision import supervise
+from magicstick_host.domain.times import rfc3339
 from magicstick_host.effects import EffectPorts, perform
-from magicstick_host.errors import ExitCode, KubeConfigError, KubeError
+from magicstick_host.errors import (
+    EffectError,
+    KubeConfigError,
+    KubeError,
+    MagicstickError,
+    WaitingError,
+)
 from magicstick_host.ports.clock import Clock, Instant
 from magicstick_host.ports.hostfs import RootedHostFS
-from magicstick_host.ports.kube import APPLIANCES, GROUP, VERSION, KubePort, hostoperation_name
-from magicstick_host.ports.lock import MaintenanceLock
+from magicstick_host.ports.kube import KubePort
+from magicstick_host.ports.lock import Lock
 from magicstick_host.ports.runner import CommandRunner
 from magicstick_host.ports.state_store import StateStore
-from magicstick_host.publish import publish_all, publish_report
+from magicstick_host.publish import Publishing, publish_all, publish_report
+from magicstick_host.tick_result import TickResult
 
-NAMESPACE = "ai-system"
 CrashHook = Callable[[str], None]
 
 
@@ -60,39 +72,20 @@ class TickDeps:
     clock: Clock
     kube: KubePort | None
     store: StateStore
-    lock_path: Path
+    # the maintenance lock (ports/lock.py), taken for the whole tick
+    lock: Lock
+    # the host root, for the effects that write under it (sysfs)
+    hostfs: RootedHostFS
     profiles: tuple[Profile, ...]
     node_name: str
-    playbooks_dir: Path = Path("/usr/local/lib/magicstick/host-management/playbooks")
+    playbooks_dir: Path
     limits: Limits = DEFAULT_LIMITS
     crash: CrashHook = no_crash
 
 
-@dataclass(frozen=True)
-class TickResult:
-    exit_code: ExitCode
-    summary: str
-
-
-@dataclass
-class Cluster:
-    """What Kubernetes showed this tick; `error` when it could not be asked."""
-
-    node: dict[str, Any] | None = None
-    request: dict[str, Any] | None = None
-    module_activation: dict[str, Any] | None = None
-    appliance: dict[str, Any] | None = None
-    appliance_served: bool | None = None
-    error: str = ""
-
-    @property
-    def node_uid(self) -> str:
-        return str((self.node or {}).get("metadata", {}).get("uid", ""))
-
-
 def run_tick(deps: TickDeps) -> TickResult:
     deps.store.prepare()  # the state directory (0700) also holds the lock
-    with MaintenanceLock(deps.lock_path):
+    with deps.lock:
         return Tick(deps).run()
 
 
@@ -100,40 +93,83 @@ class Tick:
     def __init__(self, deps: TickDeps) -> None:
         self.d = deps
         self.notes: list[str] = []
+        self.problems: list[MagicstickError] = []
+        # what this tick logs (domain/log_lines.py): its transitions, and what holds now
+        self.events: list[LogLine] = []
+        self.conditions: dict[str, LogLine] = {}
         self.inspection: dict[str, Any] = {}
-        self.exit_code = ExitCode.OK
+        self.capabilities: dict[str, Any] = {}
 
     def run(self) -> TickResult:
         ev = self.d.gather()
         if ev.services.cloud_init_present and ev.services.cloud_init_finished is not True:
-            return TickResult(ExitCode.WAITING, "waiting for cloud-init's base installation")
+            why = "waiting for cloud-init's base installation"
+            waiting = log_lines.cloud_init_running(why)
+            return TickResult(why, (WaitingError(why),), conditions=(waiting,), complete=False)
         state = self.d.store.load() or State()
         now = self.d.clock.now()
+        self.capabilities = host_capabilities(ev, self.d.profiles, self.d.limits)
         self.inspection = build_inspection(
-            ev, self.d.profiles, self.d.limits, observed_at=now.wall, root=self.d.root
+            ev,
+            self.d.profiles,
+            self.d.limits,
+            observed_at=now.wall,
+            root=self.d.root,
+            capabilities=self.capabilities,
         )
         cluster = self.read_cluster(state)
         state = self.supervise(state, ev, now, cluster)
         state = self.intake(state, ev, now, cluster)
         state = self.advance(state, ev, now, cluster)
-        state = publish_all(self, state, ev, now, cluster)
+        if self.d.kube is not None and not cluster.error:
+            published = self.publishing(ev, now, cluster)
+            state = publish_all(state, published)
+            self.published(published)
         op = state.operation
         where = f"{op.action} {op.phase}" if op else "idle"
-        return TickResult(self.exit_code, "; ".join([where, *self.notes]))
+        return TickResult(
+            "; ".join([where, *self.notes]),
+            tuple(self.problems),
+            events=tuple(self.events),
+            conditions=tuple(self.conditions.values()),
+        )
 
-    def situation(self, ev: Evidence, now: Instant, cluster: Cluster) -> Situation:
+    def published(self, p: Publishing) -> None:
+        self.notes += p.notes
+        self.problems += p.errors + p.refusals
+        if p.errors:  # a refusal is an event of its own (status-refused), not a condition
+            self.conditions.setdefault("kubernetes", log_lines.kubernetes_unreachable(
+                str(p.errors[0])))
+        if p.report_waits:
+            self.conditions["report"] = log_lines.report_waits(p.report_waits)
+
+    def situation(self, ev: Evidence, now: Instant, cluster: ClusterView) -> Situation:
         return Situation(
             ev=ev,
             wall=now.wall,
             boottime=now.boottime,
             limits=self.d.limits,
-            node=cluster.node,
-            module_activation=cluster.module_activation,
-            appliance=cluster.appliance,
-            appliance_served=cluster.appliance_served,
-            cluster_ok=not cluster.error and cluster.node is not None,
-            plan=self.inspection["plan"],
-            gpu_memory=self.inspection["gpuMemory"],
+            cluster=cluster,
+            capabilities=self.capabilities,
+        )
+
+    def publishing(self, ev: Evidence, now: Instant, cluster: ClusterView) -> Publishing:
+        assert self.d.kube is not None
+
+        def save(state: State, event: str, journal: bool) -> State:
+            return self.save(state, event, ev, now, journal=journal)
+
+        return Publishing(
+            kube=self.d.kube,
+            node_name=self.d.node_name,
+            limits=self.d.limits,
+            cluster=cluster,
+            ev=ev,
+            now=now,
+            inspection=self.inspection,
+            capabilities=self.capabilities,
+            save=save,
+            crash=self.d.crash,
         )
 
     # -- persistence: every change is saved before anything depends on it ---------------------
@@ -150,11 +186,10 @@ class Tick:
                 state,
                 at=rfc3339(now.wall),
                 boot_id=ev.boot_id or "",
-                evidence_digest=sha256_hex(
-                    {"boot": ev.boot_id, "kernel": ev.kernel.release, "pci": ev.pci.display_ids}
-                ),
+                evidence_digest=evidence_digest(ev),
             )
             state = self.d.store.commit(state, entry)
+            self.events.append(transition_line(event, state))
         else:
             self.d.store.save(state)
         self.d.crash(f"after-save:{event}")
@@ -162,72 +197,55 @@ class Tick:
 
     # -- Kubernetes reads ---------------------------------------------------------------------
 
-    def read_cluster(self, state: State) -> Cluster:
-        kube = self.d.kube
-        if kube is None:
-            return Cluster(error="no Kubernetes client")
-        try:
-            # a share of the tick's budget: the local step runs soon, whatever the API does
-            with kube.budget(self.d.limits.kube_read_budget_s):
-                node = kube.read_node(self.d.node_name)
-                uid = str(node.get("metadata", {}).get("uid", ""))
-                request = kube.get_hostoperation(NAMESPACE, hostoperation_name(uid))
-                actions = {(request or {}).get("spec", {}).get("action")}
-                if state.operation is not None and not state.operation.terminal:
-                    actions.add(state.operation.action)
-                kinds = [OPERATIONS[a] for a in actions if a in OPERATIONS]
-                module = None
-                if any(kind.reads_module_activation for kind in kinds):
-                    module = kube.get_module_activation(NAMESPACE, MODULE_NAME)
-                appliance, served = None, None
-                op = state.operation
-                if op is not None and not op.terminal and op.phase in REGISTRATION_PHASES:
-                    served = kube.serves(f"{GROUP}/{VERSION}", APPLIANCES)
-                    appliance = kube.get_appliance(NAMESPACE, APPLIANCE_NAME) if served else None
-        except KubeError as exc:
-            self.notes.append(f"kubernetes: {exc}")
-            if isinstance(exc, KubeConfigError):
-                # the local operation still advances; the exit code tells the operator
-                self.exit_code = exc.exit_code
-            return Cluster(error=str(exc))
-        return Cluster(
-            node=node,
-            request=request,
-            module_activation=module,
-            appliance=appliance,
-            appliance_served=served,
+    def read_cluster(self, state: State) -> ClusterView:
+        if self.d.kube is None:
+            return ClusterView(error="no Kubernetes client")
+        cluster, error = read_cluster(
+            self.d.kube, self.d.node_name, state.operation, self.d.limits
         )
+        if error is None:
+            return cluster
+        if cluster.node_missing:
+            self.notes.append(f"kubernetes: the Node {self.d.node_name} is not in the cluster")
+            line = log_lines.node_missing(self.d.node_name)
+        else:
+            self.notes.append(f"kubernetes: {error}")
+            line = (
+                log_lines.kubeconfig_unusable(str(error))
+                if isinstance(error, KubeConfigError)
+                else log_lines.kubernetes_unreachable(str(error))
+            )
+        self.conditions[line.key] = line
+        # the local operation still advances; the exit code tells the operator
+        self.problems.append(error)
+        return cluster
 
     # -- 1. supervise the active operation's request ------------------------------------------
 
-    def supervise(self, state: State, ev: Evidence, now: Instant, cluster: Cluster) -> State:
+    def supervise(self, state: State, ev: Evidence, now: Instant, cluster: ClusterView) -> State:
         op = state.operation
-        if op is not None and not op.name and not cluster.error:  # migrated: legacy_state.py
+        if op is not None and not op.name and cluster.ok:  # migrated: legacy_state.py
             op = adopt_request(op, cluster.request, hostoperation_name(cluster.node_uid))
             state = self.save(replace(state, operation=op), "adopted", ev, now, journal=False)
         if op is None or op.terminal or cluster.error:
             return state
-        request = cluster.request
-        uid = str((request or {}).get("metadata", {}).get("uid", ""))
-        if request is None or uid != op.request_uid:
-            message = (
-                "The execution state was removed: the HostOperation of this active operation was "
-                "deleted. The worker stopped it; run `magicstick-host recover` at the console."
-            )
-            stopped = self.change(op, SetPhase("Interrupted", message), ev, now)
-            block = Block("execution-state-removed", message, rfc3339(now.wall))
-            return self.save(
-                replace(state, operation=stopped, block=block), "execution-state-removed", ev, now
-            )
-        if request_digest(uid, request.get("spec") or {}) != op.request_digest:
-            message = "The request changed after it was accepted; the operation was stopped."
-            stopped = self.change(op, SetPhase("Interrupted", message), ev, now)
-            return self.save(self.record_end(state, stopped), "request-changed", ev, now)
-        return state
+        stop = supervise(
+            op,
+            cluster,
+            node_name=self.d.node_name,
+            shutdown_scheduled=ev.services.shutdown_scheduled is not None,
+        )
+        if stop is None:
+            return state
+        stopped = self.change(op, SetPhase(Phase.INTERRUPTED, stop.message), ev, now)
+        if stop.blocks:
+            block = Block(stop.event, stop.message, rfc3339(now.wall))
+            return self.save(replace(state, operation=stopped, block=block), stop.event, ev, now)
+        return self.save(self.record_end(state, stopped), stop.event, ev, now)
 
     # -- 2. intake of a new request -----------------------------------------------------------
 
-    def intake(self, state: State, ev: Evidence, now: Instant, cluster: Cluster) -> State:
+    def intake(self, state: State, ev: Evidence, now: Instant, cluster: ClusterView) -> State:
         request = cluster.request
         if request is None or cluster.node is None:
             return state
@@ -239,44 +257,36 @@ class Tick:
             node_uid=cluster.node_uid,
             boot_id=ev.boot_id,
             now=now.wall,
-            plan=self.inspection["plan"],
-            gpu_memory=self.inspection["gpuMemory"],
             shutdown_scheduled=ev.services.shutdown_scheduled is not None,
-            memory_capability=gpu_memory_capability(ev, self.d.limits),
+            capabilities=self.capabilities,
         )
         review = review_request(request, state, facts, self.d.limits)
         if isinstance(review, Ignored):
             return state
         name = str(request["metadata"].get("name", ""))
         if isinstance(review, Rejected):
-            status = {
-                "phase": "Rejected",
-                "message": clip_message(review.message),
-                "requestId": review.request_id,
-                "startedAt": rfc3339(now.wall),
-                "updatedAt": rfc3339(now.wall),
-                "bootId": ev.boot_id or "",
-            }
+            status = rejection_status(review, at=rfc3339(now.wall), boot_id=ev.boot_id or "")
             entry = ProcessedRequest(
-                review.uid, review.request_id, "Rejected", status, NAMESPACE, name
+                review.uid, review.request_id, Phase.REJECTED, status, SYSTEM_NAMESPACE, name
             )
             self.notes.append(f"rejected {review.request_id}: {review.message}")
             return self.save(
                 state.remember(entry, self.d.limits.processed_request_ids_kept), "rejected", ev, now
             )
         assert isinstance(review, Accepted) and ev.boot_id is not None
-        kind = OPERATIONS[review.action]
-        op = ops.start_operation(
+        kind = kind_of(review.action)
+        assert kind is not None  # intake rejects an action the registry does not know
+        op = lifecycle.start_operation(
             review,
-            namespace=NAMESPACE,
+            namespace=SYSTEM_NAMESPACE,
             name=name,
             boot_id=ev.boot_id,
             wall=now.wall,
             boottime=now.boottime,
-            reboot_budget=kind.reboot_budget,
-            data=kind.initial_data(review, self.situation(ev, now, cluster)),
+            reboot_budget=kind.restart_budget,
+            data=kind.start(review, self.situation(ev, now, cluster)),
         )
-        entry = ProcessedRequest(review.uid, review.request_id, "Accepted")
+        entry = ProcessedRequest(review.uid, review.request_id, Phase.ACCEPTED)
         accepted = replace(
             state.remember(entry, self.d.limits.processed_request_ids_kept), operation=op
         )
@@ -284,27 +294,29 @@ class Tick:
 
     # -- 3. advance the current operation by at most one step ---------------------------------
 
-    def advance(self, state: State, ev: Evidence, now: Instant, cluster: Cluster) -> State:
+    def advance(self, state: State, ev: Evidence, now: Instant, cluster: ClusterView) -> State:
         op = state.operation
         if op is None or op.terminal or state.block is not None:
             return state
-        decision = ops.too_late(op, now.wall) or OPERATIONS[op.action].decide(
-            op, self.situation(ev, now, cluster)
-        )
+        kind = kind_of(op.action)
+        assert kind is not None  # only a finished migrated operation can have another action
+        decision = decide(kind, op, self.situation(ev, now, cluster))
         if isinstance(decision, Wait):
-            waited = ops.touch_message(op, decision.message, wall=now.wall)
+            waited = lifecycle.touch_message(op, decision.message, wall=now.wall)
             if waited is op:
                 return state
             return self.save(replace(state, operation=waited), "waiting", ev, now, journal=False)
         if isinstance(decision, ClassifiedStep):
             assert ev.boot_id is not None
-            done = ops.apply_classification(
+            done = lifecycle.apply_classification(
                 op, decision, boot_id=ev.boot_id, wall=now.wall, boottime=now.boottime
             )
             return self.save(self.record_end(state, done), "classified", ev, now)
         if isinstance(decision, SetPhase):
             changed = self.change(op, decision, ev, now)
             return self.save(self.record_end(state, changed), "phase", ev, now)
+        if decision.step not in kind.steps:  # a defect: nothing has happened yet
+            raise ValueError(f"{op.action} may not run the step {decision.step!r}")
         return self.run_step(state, op, decision, ev, now, cluster)
 
     def run_step(
@@ -314,23 +326,27 @@ class Tick:
         run: RunStep,
         ev: Evidence,
         now: Instant,
-        cluster: Cluster,
+        cluster: ClusterView,
     ) -> State:
         assert ev.boot_id is not None
-        over = ops.over_budget(op, run)
+        over = lifecycle.over_budget(op, run)
         if over is not None:
             return self.save(
                 self.record_end(state, self.change(op, over, ev, now)), "budget", ev, now
             )
-        intent = ops.begin_step(op, run, boot_id=ev.boot_id, wall=now.wall, boottime=now.boottime)
+        intent = lifecycle.begin_step(
+            op, run, boot_id=ev.boot_id, wall=now.wall, boottime=now.boottime
+        )
         state = self.save(replace(state, operation=intent), f"intent:{run.step}", ev, now)
         self.d.crash(f"before-effect:{run.step}")
         ok, detail = perform(
             run.step, run.inputs, self.effect_ports(state, ev, cluster), op.request_uid
         )
         self.d.crash(f"after-effect:{run.step}")
+        if not ok:
+            self.problems.append(EffectError(f"{op.action} {run.step}: {detail}"))
         after = self.d.clock.now()
-        done = ops.finish_step(
+        done = lifecycle.finish_step(
             intent,
             run,
             ok=ok,
@@ -341,23 +357,26 @@ class Tick:
         )
         return self.save(self.record_end(state, done), f"outcome:{run.step}", ev, after)
 
-    def effect_ports(self, state: State, ev: Evidence, cluster: Cluster) -> EffectPorts:
+    def effect_ports(self, state: State, ev: Evidence, cluster: ClusterView) -> EffectPorts:
         store = self.d.store
-        work_dir = store.directory
 
         def heartbeat() -> None:
             # a long step must not let the report go stale; best effort, nothing saved
+            if self.d.kube is None or cluster.error:
+                return
+            beat = self.publishing(ev, self.d.clock.now(), cluster)
             try:
-                publish_report(self, state, ev, self.d.clock.now(), cluster, save=False)
+                publish_report(state, beat, save=False)
             except KubeError as exc:
                 self.notes.append(f"heartbeat report failed: {exc}")
+            self.notes += beat.notes
 
         return EffectPorts(
             runner=self.d.runner,
             kube=self.d.kube,
-            hostfs=RootedHostFS(self.d.root),
+            hostfs=self.d.hostfs,
             playbooks_dir=self.d.playbooks_dir,
-            work_dir=work_dir,
+            work_dir=store.directory,
             log_path=store.op_log_path,
             playbook_timeout_s=self.d.limits.playbook_timeout_s,
             heartbeat=heartbeat,
@@ -366,7 +385,7 @@ class Tick:
     # -- helpers ------------------------------------------------------------------------------
 
     def change(self, op: Operation, change: SetPhase, ev: Evidence, now: Instant) -> Operation:
-        return ops.set_phase(
+        return lifecycle.set_phase(
             op, change, boot_id=ev.boot_id or op.phase_boot_id, wall=now.wall, boottime=now.boottime
         )
 

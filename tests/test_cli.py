@@ -199,3 +199,119 @@ def test_status_takes_a_file_where_the_state_directory_should_be(
     (condition,) = json.loads(out)["conditions"]
     assert condition["problem"] == "not-directory"
     assert f"mv -T {tmp_path / 'state'} {tmp_path / 'state'}.unsafe" in condition["advice"]
+
+
+def test_only_a_bug_is_an_internal_error_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from magicstick_host import app
+
+    def defect(*args: object, **kwargs: object) -> None:
+        raise KeyError("a programming error")
+
+    monkeypatch.setattr(app, "inspect_host", defect)
+    code, out, err = run(capsys, "inspect", "--root", str(tmp_path))
+    assert code == ExitCode.INTERNAL
+    assert err.count("\n") == 1 and "internal error: KeyError" in err and out == ""
+
+
+# ---- the Node name: given, valid, or the host name; never an empty one -----------------------
+
+
+def bad_name(code: int, err: str, what: str) -> None:
+    assert code == ExitCode.BAD_INPUT, err
+    assert err.count("\n") == 1 and what in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("name", "what"),
+    [
+        ("", "--node-name is empty"),
+        ("a" * 254, "254 characters long; a Node name has at most 253"),
+        ("Not_DNS", "is not a DNS-1123 name"),
+    ],
+    ids=["empty", "too-long", "not-dns-1123"],
+)
+def test_tick_status_and_recover_refuse_a_bad_node_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, what: str
+) -> None:
+    create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "h")
+    kubeconfig = tmp_path / "k3s.yaml"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    state = str(tmp_path / "state")
+    bad_name(*run(capsys, "tick", "--root", str(tmp_path / "h"), "--executor", "sim",
+                  "--state-dir", state, "--kubeconfig", str(kubeconfig), "--node-name",
+                  name)[::2], what)
+    assert not (tmp_path / "state").exists()  # refused before anything was touched
+    bad_name(*run(capsys, "status", "--state-dir", state, "--node-name", name)[::2], what)
+    bad_name(*run(capsys, "recover", "--root", str(tmp_path / "h"), "--state-dir", state,
+                  "--node-name", name, "--confirm", name)[::2], what)
+    assert not (tmp_path / "state").exists()
+
+
+def test_an_empty_node_name_variable_is_an_error_not_the_host_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MAGICSTICK_HOST_NODE_NAME", "")
+    create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "h")
+    kubeconfig = tmp_path / "k3s.yaml"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    state = str(tmp_path / "state")
+    what = "MAGICSTICK_HOST_NODE_NAME is set but empty"
+    bad_name(*run(capsys, "tick", "--root", str(tmp_path / "h"), "--executor", "sim",
+                  "--state-dir", state, "--kubeconfig", str(kubeconfig))[::2], what)
+    bad_name(*run(capsys, "status", "--state-dir", state)[::2], what)
+    bad_name(*run(capsys, "recover", "--root", str(tmp_path / "h"), "--state-dir", state,
+                  "--confirm", "x")[::2], what)
+
+
+def test_the_longest_node_name_is_taken(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    name = ".".join(["a" * 63, "b" * 63, "c" * 63, "d" * 61])
+    assert len(name) == 253
+    code, out, err = run(capsys, "status", "--json", "--state-dir", str(tmp_path / "s"),
+                         "--node-name", name)
+    assert code == 0, err
+    assert json.loads(out)["node"] == name
+
+
+# ---- lines for the journal -------------------------------------------------------------------
+
+
+def test_in_the_journal_every_line_carries_its_level_and_at_a_console_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import sys
+
+    from magicstick_host.cli.journal import say
+
+    path = tmp_path / "stream"
+    with open(path, "w") as stream:
+        st = os.fstat(stream.fileno())
+        monkeypatch.setattr(sys, "stdout", stream)
+        monkeypatch.setattr(sys, "stderr", stream)
+        monkeypatch.setenv("JOURNAL_STREAM", f"{st.st_dev}:{st.st_ino}")
+        say("notice", "a transition")
+        say("warning", "a refusal")
+        say("err", "a stop\nover two lines")
+        monkeypatch.setenv("JOURNAL_STREAM", "1:2")  # another stream: a person reads this
+        say("warning", "at the console")
+    assert path.read_text().splitlines() == [
+        "<5>magicstick-host: a transition",
+        "<4>magicstick-host: a refusal",
+        "<3>magicstick-host: a stop over two lines",
+        "magicstick-host: at the console",
+    ]
+
+
+def test_the_log_memory_is_best_effort(tmp_path: Path) -> None:
+    from magicstick_host.ports.log_memory import FILE_NAME, LogMemory
+
+    memory = LogMemory(tmp_path)
+    assert memory.load() == {}
+    memory.save({"kubernetes": "unreachable"})
+    assert LogMemory(tmp_path).load() == {"kubernetes": "unreachable"}
+    (tmp_path / FILE_NAME).write_text('{"a": "x", "a": "y"}')  # hostile: forgotten, not fatal
+    assert memory.load() == {}
+    LogMemory(tmp_path / "gone").save({"k": "v"})  # cannot be written: nothing is raised
+    assert LogMemory(None).load() == {} and not LogMemory(None).enabled

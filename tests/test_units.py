@@ -85,6 +85,18 @@ def test_busy_and_waiting_count_as_success() -> None:
     assert {"75", "76"} <= set(statuses)
 
 
+def test_reported_conditions_count_as_success_and_failed_effects_and_bugs_fail_the_unit() -> None:
+    """A condition the worker logs itself, once, and that outlasts the tick (an API outage, a
+    blocked state) is no unit failure every 15 s; a failed effect and a bug are."""
+    statuses = {int(s) for s in one(parse_unit(UNITS / SERVICE)["Service"],
+                                    "SuccessExitStatus").split()}
+    assert statuses == {
+        ExitCode.BAD_INPUT, ExitCode.STATE_BLOCKED, ExitCode.KUBE_UNAVAILABLE,
+        ExitCode.LOCAL_IO, ExitCode.BUSY, ExitCode.WAITING,
+    }  # fmt: skip
+    assert ExitCode.EFFECT_FAILED not in statuses and ExitCode.INTERNAL not in statuses
+
+
 def test_start_timeout_outlasts_the_30_minute_playbook_step() -> None:
     timeout = minutes(one(parse_unit(UNITS / SERVICE)["Service"], "TimeoutStartSec"))
     assert 30 < timeout <= 60
@@ -115,6 +127,19 @@ def test_service_environment_and_ordering() -> None:
     # ordering only: an agent node has no k3s.service
     assert "k3s.service" not in " ".join(unit["Unit"].get("Requires", []))
     assert "k3s.service" not in " ".join(unit["Unit"].get("Wants", []))
+
+
+def test_per_run_noise_is_filtered_and_the_workers_own_lines_pass() -> None:
+    """LogLevelMax= drops PID 1's per-run info lines about the unit; the worker's transitions
+    (notice, by their <5> prefix) and anything unprefixed (notice, SyslogLevel=) still pass."""
+    service = parse_unit(UNITS / SERVICE)["Service"]
+    assert one(service, "LogLevelMax") == "notice"
+    assert one(service, "SyslogLevel") == "notice"
+    assert service.get("SyslogLevelPrefix", ["yes"]) == ["yes"]
+    # where the worker remembers what it last logged; kept between ticks, gone at reboot
+    assert one(service, "RuntimeDirectory") == "magicstick-host"
+    assert one(service, "RuntimeDirectoryPreserve") == "yes"
+    assert one(service, "RuntimeDirectoryMode") == "0700"
 
 
 def test_timer_fires_after_boot_and_15s_after_each_tick() -> None:

@@ -1,4 +1,5 @@
-"""The command line. Exceptions become exit codes here, and only here."""
+"""The command line. Exceptions, and the problems a tick met, become exit codes here, and
+only here (the codes are the errors' own: errors.py)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,13 @@ import click
 
 from magicstick_host.cli.history_cmd import history_command
 from magicstick_host.cli.inspect_cmd import inspect_command
+from magicstick_host.cli.journal import say
+from magicstick_host.cli.options import EXIT_CODES_HELP
 from magicstick_host.cli.sim_cmd import sim_group
 from magicstick_host.cli.status_cmd import recover_command, status_command
 from magicstick_host.cli.tick_cmd import tick_command
 from magicstick_host.errors import ExitCode, MagicstickError
-
-EXIT_CODES_HELP = "\n".join(
-    f"  {code.value:>3}  {code.name.lower().replace('_', '-')}" for code in ExitCode
-)
+from magicstick_host.tick_result import TickResult
 
 
 @click.group(
@@ -53,17 +53,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         click.echo("magicstick-host: aborted", err=True)
         return 1
     except MagicstickError as exc:
-        click.echo(f"magicstick-host: {exc.code}: {exc.message}", err=True)
+        say("err", f"{exc.code}: {exc.message}")
         return int(exc.exit_code)
     except Exception as exc:  # a bug: one clear line, the traceback only on request
         if os.environ.get("MAGICSTICK_HOST_DEBUG"):
             traceback.print_exc()
-        click.echo(
-            f"magicstick-host: internal error: {type(exc).__name__}: {exc} "
+        say(
+            "err",
+            f"internal error: {type(exc).__name__}: {exc} "
             "(set MAGICSTICK_HOST_DEBUG=1 for the traceback)",
-            err=True,
         )
         return int(ExitCode.INTERNAL)
+    if isinstance(result, TickResult):  # a tick that ran: the most severe problem it met
+        return int(result.exit_code)
     return int(result) if isinstance(result, int) else 0
 
 

@@ -7,7 +7,15 @@ from typing import Any, TypeVar
 
 import click
 
+from magicstick_host.errors import EXIT_CODE_MEANINGS
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+# click's \b keeps the lines as they are
+EXIT_CODES_HELP = "\n".join(
+    f"  {code.value:>3}  {code.name.lower().replace('_', '-')}: {meaning}"
+    for code, meaning in EXIT_CODE_MEANINGS.items()
+)
 
 root_option = click.option(
     "--root",

@@ -1,4 +1,8 @@
-"""`magicstick-host sim`: simulated hosts for demos and tests. Never touches the real machine."""
+"""`magicstick-host sim`: simulated hosts for demos and tests. Never touches the real machine.
+
+The simulator (magicstick_host/sim/) is imported only when one of these commands runs; the
+appliance install leaves it out (playbooks/roles/install), and then these commands say so.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,8 @@ from pathlib import Path
 
 import click
 
+from magicstick_host import app
 from magicstick_host.errors import ExitCode
-from magicstick_host.sim.scenarios import list_scenarios
-from magicstick_host.sim.writer import create_host
 
 
 @click.group("sim")
@@ -19,7 +22,7 @@ def sim_group() -> None:
 @sim_group.command("list")
 def sim_list() -> int:
     """Name every scenario."""
-    scenarios = list_scenarios()
+    scenarios = app.simulator().scenarios.list_scenarios()
     width = max(len(name) for name, _ in scenarios)
     for name, description in scenarios:
         click.echo(f"{name:<{width}}  {description}")
@@ -32,7 +35,7 @@ def sim_list() -> int:
 @click.option("--boot-id", default=None, help="Use this boot ID instead of the scenario's own.")
 def sim_create(scenario: str, directory: Path, boot_id: str | None) -> int:
     """Write the fake host root of SCENARIO into DIRECTORY (new or empty)."""
-    create_host(scenario, directory, boot_id=boot_id)
+    app.simulator().writer.create_host(scenario, directory, boot_id=boot_id)
     click.echo(f"created {scenario} in {directory}")
     return int(ExitCode.OK)
 
@@ -42,7 +45,5 @@ def sim_create(scenario: str, directory: Path, boot_id: str | None) -> int:
 def sim_boot(directory: Path) -> int:
     """Start the simulated host again: a new boot ID, the newest kernel, pending firmware
     settings active, /run cleared (its scheduled shutdown is done)."""
-    from magicstick_host.sim.boot import boot_host
-
-    click.echo(f"booted {directory}: boot ID {boot_host(directory)}")
+    click.echo(f"booted {directory}: boot ID {app.simulator().boot.boot_host(directory)}")
     return int(ExitCode.OK)

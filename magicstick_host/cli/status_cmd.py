@@ -63,7 +63,7 @@ def recover_command(
     aside first. Shows the host evidence first. Needs root, at the console, with the exact host
     name.
     """
-    name = node_name or app.default_node_name()
+    name = app.node_name_of(node_name)
     if confirm != name:
         raise BadInputError(f"--confirm {confirm!r} does not match this host's name {name!r}")
     click.echo(render_inspection(app.inspect_host(root, profiles_dir)))

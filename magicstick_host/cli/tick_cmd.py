@@ -5,11 +5,20 @@ from __future__ import annotations
 import click
 
 from magicstick_host import app
-from magicstick_host.cli.options import profiles_option, root_option, worker_options
-from magicstick_host.errors import ExitCode
+from magicstick_host.cli.options import (
+    EXIT_CODES_HELP,
+    profiles_option,
+    root_option,
+    worker_options,
+)
+from magicstick_host.cli.tick_log import log_tick
+from magicstick_host.domain.log_lines import tick_stopped
+from magicstick_host.errors import MagicstickError
+from magicstick_host.ports.log_memory import LogMemory
+from magicstick_host.tick_result import TickResult
 
 
-@click.command("tick")
+@click.command("tick", epilog="\b\nExit codes:\n" + EXIT_CODES_HELP)
 @root_option
 @profiles_option
 @worker_options
@@ -20,27 +29,28 @@ def tick_command(
     kubeconfig: str,
     node_name: str | None,
     executor: str,
-) -> int:
+) -> TickResult:
     """Advance the current host operation by at most one bounded step, then report.
 
     Without a kubeconfig (an agent-only node) it does nothing and exits 0. When another tick
-    or host convergence holds the maintenance lock it exits quietly with the busy code.
+    or host convergence holds the maintenance lock it exits quietly with the busy code. An idle
+    tick prints nothing; a transition is said once, with its request ID, and a condition that
+    lasts (Kubernetes unreachable, a blocked state) when it starts and when it ends.
     """
     if not app.kubeconfig_present(kubeconfig):
-        return int(ExitCode.OK)
-    deps = app.build_tick_deps(
-        root=root,
-        profiles_dir=profiles_dir,
-        state_dir=state_dir,
-        kubeconfig=kubeconfig,
-        node_name=node_name,
-        executor=executor,
-    )
-    result = app.tick(deps)
-    if result.exit_code == ExitCode.BUSY:
-        return int(result.exit_code)  # quietly: the timer simply tries again
-    if result.exit_code != ExitCode.OK:
-        click.echo(f"magicstick-host tick: {result.summary}", err=True)
-    else:
-        click.echo(result.summary)
-    return int(result.exit_code)
+        return TickResult("no kubeconfig: nothing to do here")
+    try:
+        deps = app.build_tick_deps(
+            root=root,
+            profiles_dir=profiles_dir,
+            state_dir=state_dir,
+            kubeconfig=kubeconfig,
+            node_name=node_name,
+            executor=executor,
+        )
+        result = app.tick(deps)
+    except MagicstickError as exc:  # the tick stopped: said like a condition, then the code
+        stopped = tick_stopped(exc.code, exc.message)
+        result = TickResult(exc.message, (exc,), conditions=(stopped,), complete=False)
+    log_tick(result, LogMemory.from_environment())
+    return result

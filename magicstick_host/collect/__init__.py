@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from magicstick_host.collect.kfd import collect_dev_kfd, collect_kfd_nodes
-from magicstick_host.collect.memory import collect_memory
 from magicstick_host.collect.nvidia import collect_nvidia
 from magicstick_host.collect.os_kernel import (
     collect_arch,
@@ -25,6 +24,7 @@ from magicstick_host.collect.packages import collect_packages
 from magicstick_host.collect.pci import collect_pci
 from magicstick_host.collect.reader import Reader
 from magicstick_host.collect.services import collect_services
+from magicstick_host.collect.system_memory import collect_memory
 from magicstick_host.collect.ttm import collect_ttm
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.parsers.cmdline import split_cmdline

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from magicstick_host.domain.cluster import ClusterView
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
+from magicstick_host.domain.phase import Phase
 
 
 @dataclass(frozen=True)
@@ -18,41 +21,47 @@ class Situation:
     wall: datetime
     boottime: float
     limits: Limits
-    # the own Node and the ModuleActivation, or None; `cluster_ok` is False when Kubernetes
-    # could not be asked this tick (then nothing that needs it may proceed)
-    node: dict[str, Any] | None = None
-    module_activation: dict[str, Any] | None = None
-    # Appliance `local` (None: not there); `appliance_served` False when the cluster has no
-    # Appliance CRD at all, None when it was not asked this tick
-    appliance: dict[str, Any] | None = None
-    appliance_served: bool | None = None
-    cluster_ok: bool = False
-    plan: dict[str, Any] = field(default_factory=dict)
-    gpu_memory: dict[str, Any] = field(default_factory=dict)
+    # what Kubernetes showed (the Node, the objects the operation reads); `cluster.ok` is False
+    # when it could not be asked this tick
+    cluster: ClusterView = field(default_factory=ClusterView)
+    # this tick's capabilities by report section: "plan", "gpuMemory", ...
+    capabilities: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def plan(self) -> dict[str, Any]:
+        plan: dict[str, Any] = self.capabilities.get("plan") or {}
+        return plan
+
+    @property
+    def gpu_memory(self) -> dict[str, Any]:
+        gpu_memory: dict[str, Any] = self.capabilities.get("gpuMemory") or {}
+        return gpu_memory
 
 
 @dataclass(frozen=True)
 class RunStep:
     """Perform one side effect under the step protocol (intent, effect, outcome)."""
 
-    step: str  # the effect's name, e.g. "schedule-shutdown"
+    step: str  # the effect's name, e.g. "schedule-shutdown" (effects/__init__.py)
     inputs: dict[str, Any]
-    phase_on_done: str
+    phase_on_done: Phase
     message_on_done: str
     message_on_failure: str  # the effect's own error is appended
-    phase_on_failure: str = "Failed"
+    phase_on_failure: Phase = Phase.FAILED
     # recorded before the effect: a reboot that may happen counts against the budget
     uses_reboot: bool = False
-    data_on_done: dict[str, Any] = field(default_factory=dict)
-    data_on_failure: dict[str, Any] = field(default_factory=dict)
+    # the operation's data record after the step, when the step changes it
+    data_on_done: Any = None
+    data_on_failure: Any = None
 
 
 @dataclass(frozen=True)
 class SetPhase:
-    phase: str
+    phase: Phase
     message: str
     outcome: str = ""  # "uncertain" when reached by classification rather than proof
-    data: dict[str, Any] = field(default_factory=dict)
+    # the operation's new data record, when the change records something
+    data: Any = None
     # a phase change that starts a new deadline (e.g. RebootScheduled after classification)
     restart_clock: bool = True
 

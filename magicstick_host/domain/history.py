@@ -10,13 +10,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from magicstick_host.domain.inspection import rfc3339
-from magicstick_host.domain.state import TERMINAL_PHASES, State
+from magicstick_host.domain.canonical import sha256_hex
+from magicstick_host.domain.evidence import Evidence
+from magicstick_host.domain.phase import TERMINAL_PHASES, Phase
+from magicstick_host.domain.state import State
+from magicstick_host.domain.times import rfc3339
 
 HISTORY_SCHEMA_VERSION = 1
 # saves that only record what was published: not transitions, never journaled
 PUBLISH_EVENTS = frozenset({"status-published", "report-published", "rejection-published"})
 _MAX_SHOWN_MESSAGE = 2048
+
+
+def evidence_digest(ev: Evidence) -> str:
+    """What a journal entry records of the host's evidence: its boot, kernel and display GPUs."""
+    return sha256_hex({"boot": ev.boot_id, "kernel": ev.kernel.release, "pci": ev.pci.display_ids})
 
 
 def is_transition(event: str) -> bool:
@@ -46,7 +54,7 @@ def transition_entry(
             "requestUid": op.request_uid if op else "",
             "requestId": op.request_id if op else "",
             "action": op.action if op else "",
-            "phase": op.phase if op else "",
+            "phase": str(op.phase) if op else "",
             "message": op.message if op else "",
             "outcome": op.outcome if op else "",
         }
@@ -78,7 +86,7 @@ def _subject(entry: dict[str, Any]) -> dict[str, str]:
             "requestId": _text(archived.get("requestId")),
             "action": _text(archived.get("action")),
             # recover archives an active operation as Interrupted (app.recover)
-            "phase": phase if phase in TERMINAL_PHASES else "Interrupted",
+            "phase": phase if phase in TERMINAL_PHASES else str(Phase.INTERRUPTED),
         }
     return {
         key: _text(entry.get(key)) for key in ("requestUid", "requestId", "action", "phase")

@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from magicstick_host.domain.actions import available_actions
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.fingerprint import hardware_fingerprint
-from magicstick_host.domain.gpu_memory import gpu_memory_capability
+from magicstick_host.domain.gpu_memory.capability import (
+    GPU_MEMORY_CAPABILITY,
+    gpu_memory_capability,
+)
 from magicstick_host.domain.limits import Limits
-from magicstick_host.domain.planner import plan_preparation
+from magicstick_host.domain.offers import available_actions
+from magicstick_host.domain.plan.planner import plan_preparation
 from magicstick_host.domain.profiles import Profile
 from magicstick_host.domain.readiness import amd_host_driver_ready
 from magicstick_host.domain.serialize import evidence_to_json
+from magicstick_host.domain.times import rfc3339
 
 INSPECT_SCHEMA_VERSION = 1
 
 
-def rfc3339(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+def host_capabilities(
+    ev: Evidence, profiles: Sequence[Profile], limits: Limits
+) -> dict[str, Any]:
+    """What the host can do, by report section ("plan", "gpuMemory"), plus the objects intake
+    checks requests against (domain/request.py, HostFacts.capabilities)."""
+    memory = gpu_memory_capability(ev, limits)
+    return {
+        "plan": plan_preparation(ev, profiles).to_json(),
+        "gpuMemory": memory.to_json(),
+        GPU_MEMORY_CAPABILITY: memory,
+    }
 
 
 def build_inspection(
@@ -31,9 +44,9 @@ def build_inspection(
     observed_at: datetime,
     root: str,
     operation_active: bool = False,
+    capabilities: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    plan = plan_preparation(ev, profiles).to_json()
-    gpu_memory = gpu_memory_capability(ev, limits).to_json()
+    caps = capabilities if capabilities is not None else host_capabilities(ev, profiles, limits)
     strix = ev.pci.strix_halo
     driver: dict[str, Any] | None = None
     if len(strix) >= 1:
@@ -47,8 +60,8 @@ def build_inspection(
         "evidence": evidence_to_json(ev),
         "hardwareFingerprint": hardware_fingerprint(ev),
         "amdDriverReady": driver,
-        "plan": plan,
-        "gpuMemory": gpu_memory,
-        "actions": available_actions(ev, plan, gpu_memory, operation_active=operation_active),
+        "plan": caps["plan"],
+        "gpuMemory": caps["gpuMemory"],
+        "actions": available_actions(ev, caps, operation_active=operation_active),
         "unknowns": [{"field": u.field, "reason": u.reason} for u in ev.unknowns],
     }

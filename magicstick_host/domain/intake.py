@@ -1,31 +1,37 @@
 """Intake: is a new HostOperation safe to start on this host, right now? (operations.md)
 
 A pure function of the request object, the local state and the host's current facts. Every
-rejection carries its own clear message; the dashboard shows it to the administrator.
+rejection carries its own clear message; the dashboard shows it to the administrator. The rules
+every request shares are here; each operation's own (its fields, its plan or capability id)
+are in its module (`OperationKind.request_fields`, `check_request`), found in the registry.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from magicstick_host.domain.canonical import sha256_hex
-from magicstick_host.domain.gpu_memory import GpuMemoryCapability, validate_memory_selection
 from magicstick_host.domain.limits import Limits
-from magicstick_host.domain.state import TERMINAL_PHASES, State
-
-POWER_ACTIONS = ("reboot", "poweroff")
-GPU_ACTIONS = ("prepare-gpu", "configure-gpu-memory")
-LATER_ACTIONS = ("clear-model-cache", "configure-network", "scan-wifi")
-FOREIGN_ACTIONS = (
-    "configure-updates",
-    "check-updates",
-    "install-updates",
-    "check-software-channel",
-    "apply-software-channel",
+from magicstick_host.domain.operations.registry import (
+    FOREIGN_ACTIONS,
+    NOT_YET_ACTIONS,
+    kind_of,
 )
+from magicstick_host.domain.phase import TERMINAL_PHASES
+from magicstick_host.domain.request import (
+    HEX64,
+    REQUEST_ID,
+    Accepted,
+    HostFacts,
+    Ignored,
+    Rejected,
+    Review,
+    request_digest,
+)
+from magicstick_host.domain.state import State
+from magicstick_host.domain.times import parse_time
+
+# every request has these (contract.md, "Spec fields"); an operation adds its own
 COMMON_FIELDS = frozenset(
     {
         "action",
@@ -40,77 +46,6 @@ COMMON_FIELDS = frozenset(
         "planId",
     }
 )
-EXTRA_FIELDS = {
-    "configure-gpu-memory": frozenset({"gpuMemory"}),
-    "configure-network": frozenset({"networkRef"}),
-    "scan-wifi": frozenset({"networkRef"}),
-    "install-updates": frozenset({"updateScope"}),
-    "configure-updates": frozenset({"updatePolicy"}),
-    "check-software-channel": frozenset({"softwareChannel"}),
-    "apply-software-channel": frozenset({"softwareChannel", "softwarePreviewId"}),
-}
-REQUEST_ID = re.compile(r"^[0-9a-f]{32}$")
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
-
-
-@dataclass(frozen=True)
-class HostFacts:
-    """What intake checks a request against, all observed on this tick."""
-
-    node_name: str
-    node_uid: str
-    boot_id: str | None
-    now: datetime  # wall, UTC
-    plan: dict[str, Any]
-    gpu_memory: dict[str, Any]
-    shutdown_scheduled: bool
-    # the capability itself, to check a configure-gpu-memory selection against
-    memory_capability: GpuMemoryCapability | None = None
-
-
-@dataclass(frozen=True)
-class Accepted:
-    uid: str
-    request_id: str
-    action: str
-    spec: dict[str, Any]
-    digest: str
-    plan_id: str
-    experiment: bool
-    # the end of the request's lifetime: an operation that has not started by then never does
-    expires_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Rejected:
-    uid: str
-    request_id: str
-    action: str
-    message: str
-
-
-@dataclass(frozen=True)
-class Ignored:
-    """Not a request to act on: already processed, or finished before our records began."""
-
-    uid: str
-    why: str
-
-
-Review = Accepted | Rejected | Ignored
-
-
-def request_digest(uid: str, spec: dict[str, Any]) -> str:
-    return sha256_hex({"uid": uid, "spec": spec})
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def review_request(obj: dict[str, Any], state: State, host: HostFacts, limits: Limits) -> Review:
@@ -165,7 +100,7 @@ def review_request(obj: dict[str, Any], state: State, host: HostFacts, limits: L
     problem = _spec_problem(spec, action, request_id, state, host, limits, meta)
     if problem is not None:
         return reject(problem)
-    created = _parse_time(meta.get("creationTimestamp"))
+    created = parse_time(meta.get("creationTimestamp"))
     expires = created + timedelta(seconds=limits.request_max_age_s) if created else None
     return _accept(uid, request_id, action, spec, expires)
 
@@ -179,13 +114,17 @@ def _spec_problem(
     limits: Limits,
     meta: dict[str, Any],
 ) -> str | None:
-    if action in FOREIGN_ACTIONS:
-        return f"The action {action} is not handled by this host worker."
-    if action in LATER_ACTIONS:
-        return f"The action {action} is not available on this host yet; no action was executed."
-    if action not in POWER_ACTIONS + GPU_ACTIONS:
+    kind = kind_of(action)
+    if kind is None:
+        if action in FOREIGN_ACTIONS:
+            return f"The action {action} is not handled by this host worker."
+        if action in NOT_YET_ACTIONS:
+            return (
+                f"The action {action} is not available on this host yet; no action was "
+                "executed."
+            )
         return f"Unknown action {action!r}; no action was executed."
-    allowed = COMMON_FIELDS | EXTRA_FIELDS.get(action, frozenset())
+    allowed = COMMON_FIELDS | kind.request_fields
     extra = sorted(set(spec) - allowed)
     if extra:
         return f"The request has fields that do not belong to {action}: {', '.join(extra)}."
@@ -204,7 +143,7 @@ def _spec_problem(
             "The request was approved for a different boot of this host (it has restarted "
             "since); no action was executed. Review the host again and create a new request."
         )
-    created = _parse_time(meta.get("creationTimestamp"))
+    created = parse_time(meta.get("creationTimestamp"))
     if created is None:
         return "The request has no readable creation time; no action was executed."
     age = host.now - created
@@ -224,77 +163,7 @@ def _spec_problem(
         return "The actorHash must be 64 lowercase hexadecimal characters."
     if spec["experimentMode"] and not spec["allowExperimental"]:
         return "Experiment mode requires allowExperimental."
-    return _action_problem(spec, action, host, limits)
-
-
-def _action_problem(
-    spec: dict[str, Any], action: str, host: HostFacts, limits: Limits
-) -> str | None:
-    plan_id = spec.get("planId", "")
-    if action in POWER_ACTIONS:
-        if plan_id:
-            return f"A {action} request carries no plan id."
-        if spec["allowExperimental"] or spec["experimentMode"]:
-            return f"A {action} request must not set the experimental flags."
-        return None
-    if not isinstance(plan_id, str) or not HEX64.match(plan_id):
-        return f"A {action} request needs the 64-hex plan id it was approved against."
-    if action == "prepare-gpu":
-        return _prepare_problem(spec, plan_id, host.plan)
-    return _memory_problem(spec, plan_id, host, limits)
-
-
-OFFERED_PLAN_STATES = ("available", "ready")
-
-
-def _prepare_problem(spec: dict[str, Any], plan_id: str, plan: dict[str, Any]) -> str | None:
-    """The dashboard offers a plan or its experiment only in an offered state, sends the id it
-    showed, and takes `allowExperimental` from the plan's (or experiment's) `experimental`."""
-    if spec["experimentMode"]:
-        experiment = plan.get("experiment")
-        if not isinstance(experiment, dict):
-            return "This host offers no experiment; experiment mode cannot be used."
-        if plan_id != experiment.get("id"):
-            return (
-                "The host changed since the experiment was reviewed (the experiment's plan id "
-                "differs); review again."
-            )
-        if experiment.get("state") not in OFFERED_PLAN_STATES:
-            return f"The experiment is {experiment.get('state')}: {experiment.get('message')}"
-        # an experiment is always experimental, whatever its document says
-        if not spec["allowExperimental"]:
-            return "This is an experiment and the request does not allow experimental plans."
-        return None
-    if plan_id != plan.get("id"):
-        return "The host changed since the plan was reviewed (the plan id differs); review again."
-    if plan.get("state") not in OFFERED_PLAN_STATES:
-        return f"The plan is {plan.get('state')}: {plan.get('message')}"
-    if plan.get("experimental") and not spec["allowExperimental"]:
-        return "This plan is experimental and the request does not allow experimental plans."
-    return None
-
-
-def _memory_problem(
-    spec: dict[str, Any], plan_id: str, host: HostFacts, limits: Limits
-) -> str | None:
-    cap = host.gpu_memory
-    if not spec["allowExperimental"] or spec["experimentMode"]:
-        return "configure-gpu-memory requires allowExperimental and no experiment mode."
-    if plan_id != cap.get("id"):
-        return "The GPU memory settings changed since they were reviewed (the id differs)."
-    if not cap.get("supported"):
-        return f"GPU memory control is not available: {cap.get('message')}"
-    selection = spec.get("gpuMemory")
-    if not isinstance(selection, dict) or set(selection) != {"carveoutIndex", "dynamicLimitMi"}:
-        return "configure-gpu-memory needs exactly gpuMemory {carveoutIndex, dynamicLimitMi}."
-    index, limit = selection["carveoutIndex"], selection["dynamicLimitMi"]
-    # bool is an int in Python; the contract wants real integers
-    if type(index) is not int or type(limit) is not int:
-        return "gpuMemory carveoutIndex and dynamicLimitMi must be integers."
-    if host.memory_capability is None:
-        return "GPU memory control is not available: the capability could not be computed."
-    result = validate_memory_selection(host.memory_capability, index, limit, limits)
-    return None if result.ok else result.message
+    return kind.check_request(spec, host, limits)
 
 
 def _accept(

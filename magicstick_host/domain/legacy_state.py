@@ -23,7 +23,9 @@ then is the spec the original worker accepted; another object of that name has a
 stops the operation as "execution state removed".
 
 Facts a later stage checks that the legacy file does not hold are recorded as None and listed
-in `data["legacy"]["unknown"]`, so each decision can tell "unknown" from a recorded value.
+in `Operation.legacy.unknown` (`data.legacy.unknown` on disk), so each decision can tell
+"unknown" from a recorded value. What is particular to an action (its data, which of its phases
+continue and how) is its operation module's `LegacyRules` (domain/operations/kind.py).
 """
 
 from __future__ import annotations
@@ -32,24 +34,21 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from magicstick_host.domain.inspection import rfc3339
-from magicstick_host.domain.intake import request_digest
+from magicstick_host.domain.legacy_values import nonempty_str, plan_of
 from magicstick_host.domain.limits import DEFAULT_LIMITS
-from magicstick_host.domain.prepare import module_identity
-from magicstick_host.domain.state import TERMINAL_PHASES, Operation, ProcessedRequest, State
+from magicstick_host.domain.operations.kind import LegacyResume
+from magicstick_host.domain.operations.registry import kind_of
+from magicstick_host.domain.phase import LEGACY_COMPLETED, Phase, parse_phase
+from magicstick_host.domain.records import NoData
+from magicstick_host.domain.request import request_digest
+from magicstick_host.domain.state import LegacyNote, Operation, ProcessedRequest, State
+from magicstick_host.domain.times import rfc3339
 
 NAMESPACE = "ai-system"
 NOT_RESUMED = "started by the previous worker version; not resumed"
 MIGRATED_EVENT = "migrated-from-legacy"
-# the restart budgets of this worker's operations (domain/operations.py)
-_BUDGET = {"reboot": 1, "poweroff": 1, "prepare-gpu": 1, "configure-gpu-memory": 2}
-_SCHEDULED = {
-    "reboot": "RebootScheduled",
-    "prepare-gpu": "RebootScheduled",
-    "configure-gpu-memory": "RebootScheduled",
-    "poweroff": "PoweroffScheduled",
-}
-_REGISTERING = ("Registering", "Validating")
+
+
 def is_legacy_document(doc: Any) -> bool:
     """The original worker's shape: an object without `schemaVersion` that has `completed`."""
     return isinstance(doc, dict) and "schemaVersion" not in doc and "completed" in doc
@@ -82,101 +81,11 @@ def _boottime_at(epoch: float | None, *, wall: datetime, boottime: float) -> flo
     return min(boottime, boottime - (wall.timestamp() - epoch))
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _typed(value: Any, *kinds: type) -> bool:
-    """JSON type check where a boolean is only a boolean (not an int)."""
-    if isinstance(value, bool):
-        return bool in kinds
-    return isinstance(value, kinds)
-
-
-def _module_identity(before: Any) -> dict[str, str] | str | None:
-    """The identity of the ModuleActivation the original recorded before its handoff: a full
-    object or `{uid, spec}`; None when there was none; "unknown" for anything else."""
-    if before is None:
-        return None
-    meta = before.get("metadata", before)
-    if not isinstance(meta, dict) or not _str(meta.get("uid")) or "spec" not in before:
-        return "unknown"
-    return module_identity({"metadata": {"uid": meta["uid"]}, "spec": before["spec"]})
-
-
-def _prepare_data(cur: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    plan = cur["plan"] if isinstance(cur.get("plan"), dict) else {}
-    unknown = ["osVersionId"]  # the original recorded no host evidence
-
-    def from_plan(key: str, *kinds: type) -> Any:
-        if _typed(plan.get(key), *kinds):
-            return plan[key]
-        unknown.append(key)
-        return None
-
-    experiment = plan.get("experimentMode") is True
-    engine = plan.get("engineValidationAvailable")
-    if not _typed(engine, bool):
-        # only the experiment's handoff reads it; unknown there means "do not activate"
-        engine = None if experiment else True
-        if engine is None:
-            unknown.append("engineValidationAvailable")
-    identity = _module_identity(cur["activationBefore"]) if "activationBefore" in cur else "unknown"
-    if identity == "unknown":
-        unknown.append("moduleIdentity")
-    data: dict[str, Any] = {
-        "packages": from_plan("packages", dict),
-        "targetKernel": from_plan("targetKernel", str),
-        "rebootRequired": from_plan("rebootRequired", bool),
-        "gpuProfile": from_plan("gpuProfile", str),
-        "profileId": from_plan("profileId", str),
-        "profileVersion": from_plan("profileVersion", str, int),
-        "osVersionId": None,
-        "experiment": experiment,
-        "engineValidationAvailable": engine,
-        "moduleIdentity": None if identity == "unknown" else identity,
-        "installDone": True,  # every phase that continues comes after the package step
-    }
-    return data, unknown
-
-
-def _memory_data(cur: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    plan = cur["plan"] if isinstance(cur.get("plan"), dict) else {}
-    desired = cur.get("memoryDesired") or {}
-    stage = {"uma": "carveout", "ttm": "ttm"}.get(str(cur.get("memoryStage")))
-    reboots = int(cur.get("rebootCount") or 0)
-    options = plan.get("options") if _typed(plan.get("options"), list) else None
-    index = desired.get("carveoutIndex")
-    sizes = {o.get("index"): o.get("sizeMi") for o in options or () if isinstance(o, dict)}
-    size = sizes.get(index)
-    data: dict[str, Any] = {
-        "carveoutIndex": index,
-        "dynamicLimitMi": desired.get("dynamicLimitMi"),
-        "pciAddress": _str(plan.get("pciAddress")),
-        "fromCarveoutIndex": plan.get("currentCarveoutIndex")
-        if _typed(plan.get("currentCarveoutIndex"), int)
-        else None,
-        "options": options,
-        "newCarveoutMi": size if _typed(size, int) else None,
-        "stage": stage,
-        # a scheduled restart follows the write of its stage; a TTM stage after two restarts
-        # followed a carve-out write
-        "carveoutWritten": stage == "carveout" or reboots >= 2,
-        "ttmWritten": stage == "ttm",
-        # what must not change across the restarts: the original never recorded it
-        # the original kept no identity: verification checks what it can without one
-        "identity": None,
-    }
-    unknown = [k for k, v in data.items() if v is None]
-    return data, unknown
-
-
-def _action_data(cur: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    if cur["action"] == "prepare-gpu":
-        return _prepare_data(cur)
-    if cur["action"] == "configure-gpu-memory":
-        return _memory_data(cur)
-    return {}, []
+def _action_data(current: dict[str, Any]) -> tuple[Any, list[str]]:
+    kind = kind_of(str(current["action"]))
+    if kind is None or kind.legacy is None:
+        return NoData(), []
+    return kind.legacy.data(current)
 
 
 @dataclass(frozen=True)
@@ -189,26 +98,33 @@ class _Continuation:
     unprovable: str  # why it cannot go on without `boot`
 
 
-def _continuation(cur: dict[str, Any]) -> _Continuation | None:
-    action, phase = cur["action"], cur["phase"]
-    if _SCHEDULED.get(action) == phase:
-        what = "shutdown" if phase == "PoweroffScheduled" else "restart"
+def _resume(cur: dict[str, Any], phase: Phase | None) -> LegacyResume | None:
+    kind = kind_of(str(cur["action"]))
+    if kind is None or kind.legacy is None or phase is None:
+        return None
+    return kind.legacy.resumes.get(phase)
+
+
+def _continuation(cur: dict[str, Any], phase: Phase | None) -> _Continuation | None:
+    resume = _resume(cur, phase)
+    if resume == "shutdown":
+        what = "shutdown" if phase == Phase.POWEROFF_SCHEDULED else "restart"
         return _Continuation(
             f"The {what} was scheduled by the previous worker version; this worker waits for "
             "the new boot that proves it.",
-            _str(cur.get("stageBootId")) or _str(cur.get("initialBootId")),
+            nonempty_str(cur.get("stageBootId")) or nonempty_str(cur.get("initialBootId")),
             cur.get("scheduledAt"),
             f"the boot the {what} was scheduled in is not recorded, so it cannot be proven",
         )
-    if action == "prepare-gpu" and phase in _REGISTERING:
+    if resume == "registration":
         own, other = ("registration", "validation")
-        if phase == "Validating":
+        if phase == Phase.VALIDATING:
             own, other = other, own
         since = cur.get(f"{own}StartedAt")
         return _Continuation(
             "Registering (continued from the previous worker version): waiting for the GPU "
             "to register.",
-            _str(cur.get(f"{own}BootId")) or _str(cur.get(f"{other}BootId")),
+            nonempty_str(cur.get(f"{own}BootId")) or nonempty_str(cur.get(f"{other}BootId")),
             since if since is not None else cur.get(f"{other}StartedAt"),
             "the boot the registration began in is not recorded",
         )
@@ -216,14 +132,16 @@ def _continuation(cur: dict[str, Any]) -> _Continuation | None:
 
 
 def migrate_operation(cur: dict[str, Any], *, wall: datetime, boottime: float) -> Operation:
-    action, phase = str(cur["action"]), str(cur["phase"])
+    action, legacy_phase = str(cur["action"]), str(cur["phase"])
+    phase = parse_phase(legacy_phase)
     now = rfc3339(wall)
     started = epoch_seconds(cur.get("startedAt"))
     accepted_at = rfc3339(datetime.fromtimestamp(started, UTC)) if started is not None else now
-    plan = cur["plan"] if isinstance(cur.get("plan"), dict) else {}
+    plan = plan_of(cur)
     legacy_message = cur.get("message") if isinstance(cur.get("message"), str) else ""
     data, unknown = _action_data(cur)
-    initial_boot = _str(cur.get("initialBootId")) or ""
+    kind = kind_of(action)
+    initial_boot = nonempty_str(cur.get("initialBootId")) or ""
     base = Operation(
         request_uid=str(cur["operationUid"]),
         request_id=str(cur["requestId"]),
@@ -234,23 +152,23 @@ def migrate_operation(cur: dict[str, Any], *, wall: datetime, boottime: float) -
         plan_id=str(plan.get("id") or ""),
         accepted_boot_id=initial_boot,
         accepted_at=accepted_at,
-        phase=phase,
+        phase=phase or Phase.INTERRUPTED,
         message="",
         updated_at=now,
         phase_boot_id=initial_boot,
         phase_since_boottime=boottime,
         reboots_used=int(cur.get("rebootCount") or 0),
-        reboot_budget=_BUDGET.get(action, 0),
+        reboot_budget=kind.restart_budget if kind is not None else 0,
         data=data,
+        legacy=LegacyNote(migrated_at=now, phase=legacy_phase, unknown=tuple(sorted(unknown))),
     )
-    legacy: dict[str, Any] = {"migratedAt": now, "phase": phase, "unknown": sorted(unknown)}
-    if phase in TERMINAL_PHASES:
+    if phase is not None and phase.terminal:
         message = legacy_message or f"Finished ({phase}) under the previous worker version."
-        return replace(base, message=message[:2048], data={**data, "legacy": legacy})
-    cont = _continuation(cur)
+        return replace(base, message=message[:2048])
+    cont = _continuation(cur, phase)
     if cont is not None and cont.boot is not None:
         reboots = base.reboots_used
-        if phase in _SCHEDULED.values():
+        if _resume(cur, phase) == "shutdown":
             reboots = max(reboots, 1)  # a restart was scheduled: it counts against the budget
         since = _boottime_at(epoch_seconds(cont.since), wall=wall, boottime=boottime)
         return replace(
@@ -259,18 +177,16 @@ def migrate_operation(cur: dict[str, Any], *, wall: datetime, boottime: float) -
             phase_boot_id=cont.boot,
             phase_since_boottime=since,
             reboots_used=reboots,
-            data={**data, "legacy": legacy},
         )
     why = f" ({cont.unprovable})" if cont is not None else ""
     return replace(
         base,
-        phase="Interrupted",
+        phase=Phase.INTERRUPTED,
         message=(
-            f"The {action} operation (phase {phase}) was {NOT_RESUMED}{why}. Nothing was "
+            f"The {action} operation (phase {legacy_phase}) was {NOT_RESUMED}{why}. Nothing was "
             "repeated; check the host, then create a new request if it is still wanted."
         ),
         outcome="uncertain",
-        data={**data, "legacy": legacy},
     )
 
 
@@ -286,9 +202,9 @@ def migrate_legacy_state(
     op = migrate_operation(cur, wall=wall, boottime=boottime) if cur else None
     # the original's order, once each; no UID: intake rejects a replay by its request ID
     ids = [i for i in dict.fromkeys(doc["completed"]) if op is None or i != op.request_id]
-    processed = [ProcessedRequest("", i, "Completed") for i in ids]
+    processed = [ProcessedRequest("", i, LEGACY_COMPLETED) for i in ids]
     if op is not None:  # this entry knows the UID too
-        phase = op.phase if op.terminal else "Accepted"
+        phase = op.phase if op.terminal else Phase.ACCEPTED
         processed.append(ProcessedRequest(op.request_uid, op.request_id, phase))
     return State(operation=op, processed=tuple(processed[-keep:]))
 
@@ -304,9 +220,9 @@ def migration_summary(doc: dict[str, Any], state: State) -> dict[str, Any]:
         "requestId": op.request_id if op else "",
         "action": op.action if op else "",
         "legacyPhase": str(cur.get("phase", "")),
-        "phase": op.phase if op else "",
+        "phase": str(op.phase) if op else "",
         "message": op.message if op else "",
-        "unknown": list((op.data.get("legacy") or {}).get("unknown", [])) if op else [],
+        "unknown": list(op.legacy.unknown) if op and op.legacy else [],
     }
 
 

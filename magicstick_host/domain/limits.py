@@ -24,13 +24,9 @@ class Limits:
     system_reserve_mi: int = 16384
     step_mi: int = 1024
     min_dynamic_limit_mi: int = 1024
-    prepare_reboot_budget: int = 1
-    memory_reboot_budget: int = 2
     # report
     report_max_chars: int = 32768
     report_min_interval_s: float = 60.0
-    report_fresh_past_s: float = 180.0
-    report_fresh_future_s: float = 30.0
     # kubernetes calls: each ends within its timeout and what remains of its budgets
     kube_timeout_s: float = 10.0
     # all Kubernetes I/O of one tick (a playbook's report heartbeats aside)

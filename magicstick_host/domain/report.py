@@ -6,8 +6,9 @@ from datetime import datetime
 from typing import Any
 
 from magicstick_host.domain.canonical import sha256_hex
-from magicstick_host.domain.inspection import rfc3339
+from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Block, State
+from magicstick_host.domain.times import rfc3339
 
 REPORT_ANNOTATION = "appliance.magicstick.dev/host-management"
 REPORT_SCHEMA_VERSION = 1
@@ -18,7 +19,7 @@ def operation_summary(state: State) -> dict[str, Any]:
         return {
             "requestId": state.operation.request_id if state.operation else "",
             "action": state.operation.action if state.operation else "",
-            "phase": state.operation.phase if state.operation else "Interrupted",
+            "phase": str(state.operation.phase) if state.operation else str(Phase.INTERRUPTED),
             "message": state.block.message,
             "updatedAt": state.block.since,
             "blocked": state.block.code,
@@ -29,7 +30,7 @@ def operation_summary(state: State) -> dict[str, Any]:
     return {
         "requestId": op.request_id,
         "action": op.action,
-        "phase": op.phase,
+        "phase": str(op.phase),
         "message": op.message,
         "updatedAt": op.updated_at,
     }

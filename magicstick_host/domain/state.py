@@ -1,7 +1,8 @@
 """The local state: the truth about the current operation, kept across reboots.
 
-Plain dataclasses with explicit JSON conversion. The state store (ports/state_store.py) writes the
-JSON atomically and validates it against schemas/state.schema.json; this module never does I/O.
+Plain dataclasses; `to_json` here, the reverse (which needs the registry to know each action's
+data record) in state_codec.py. The state store (ports/state_store.py) writes the JSON atomically
+and validates it against schemas/state.schema.json; this module never does I/O.
 """
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from magicstick_host.domain.phase import Phase
+from magicstick_host.domain.records import NoData, record_to_json
+
 STATE_SCHEMA_VERSION = 1
-TERMINAL_PHASES = frozenset(
-    {"Succeeded", "PreparedUnverified", "Failed", "Rejected", "Interrupted", "RolledBack"}
-)
 
 
 @dataclass(frozen=True)
@@ -41,18 +42,17 @@ class Step:
             "detail": self.detail,
         }
 
-    @staticmethod
-    def from_json(doc: dict[str, Any]) -> Step:
-        return Step(
-            name=doc["name"],
-            inputs=dict(doc["inputs"]),
-            boot_id=doc["bootId"],
-            started_at=doc["startedAt"],
-            started_boottime=float(doc["startedBoottime"]),
-            outcome=doc["outcome"],
-            finished_at=doc["finishedAt"],
-            detail=doc["detail"],
-        )
+
+@dataclass(frozen=True)
+class LegacyNote:
+    """How an operation of the original worker was migrated (domain/legacy_state.py)."""
+
+    migrated_at: str
+    phase: str  # the original's phase, as it wrote it
+    unknown: tuple[str, ...]  # data keys the original did not record (None in the data)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"migratedAt": self.migrated_at, "phase": self.phase, "unknown": list(self.unknown)}
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class Operation:
     plan_id: str  # the id it was approved against ("" for power actions)
     accepted_boot_id: str
     accepted_at: str
-    phase: str
+    phase: Phase
     message: str
     updated_at: str
     # when the current phase began, for deadlines: the boot and its CLOCK_BOOTTIME
@@ -78,8 +78,9 @@ class Operation:
     reboots_used: int = 0
     reboot_budget: int = 0
     steps: tuple[Step, ...] = ()
-    # operation-specific facts recorded at acceptance (target kernel, selection, identities)
-    data: dict[str, Any] = field(default_factory=dict)
+    # the operation's own record (its module's data type): facts recorded at acceptance (target
+    # kernel, selection, identities) and what its steps established since
+    data: Any = field(default_factory=NoData)
     # digest of the status last written to the HostOperation; a later tick republishes when
     # the current status differs (the API was down, or the process died before the patch)
     published_status_digest: str = ""
@@ -90,10 +91,12 @@ class Operation:
     outcome: str = ""
     # creation + the request lifetime (RFC 3339): an operation still Accepted then never starts
     request_expires_at: str = ""
+    # set for an operation migrated from the original worker (kept in `data.legacy` on disk)
+    legacy: LegacyNote | None = None
 
     @property
     def terminal(self) -> bool:
-        return self.phase in TERMINAL_PHASES
+        return self.phase.terminal
 
     @property
     def open_step(self) -> Step | None:
@@ -120,39 +123,15 @@ class Operation:
             "rebootsUsed": self.reboots_used,
             "rebootBudget": self.reboot_budget,
             "steps": [s.to_json() for s in self.steps],
-            "data": self.data,
+            "data": {
+                **record_to_json(self.data),
+                **({"legacy": self.legacy.to_json()} if self.legacy else {}),
+            },
             "publishedStatusDigest": self.published_status_digest,
             "statusRefused": self.status_refused,
             "requestExpiresAt": self.request_expires_at,
             "outcome": self.outcome,
         }
-
-    @staticmethod
-    def from_json(doc: dict[str, Any]) -> Operation:
-        return Operation(
-            request_uid=doc["requestUid"],
-            request_id=doc["requestId"],
-            action=doc["action"],
-            namespace=doc["namespace"],
-            name=doc["name"],
-            request_digest=doc["requestDigest"],
-            plan_id=doc["planId"],
-            accepted_boot_id=doc["acceptedBootId"],
-            accepted_at=doc["acceptedAt"],
-            phase=doc["phase"],
-            message=doc["message"],
-            updated_at=doc["updatedAt"],
-            phase_boot_id=doc["phaseBootId"],
-            phase_since_boottime=float(doc["phaseSinceBoottime"]),
-            reboots_used=int(doc["rebootsUsed"]),
-            reboot_budget=int(doc["rebootBudget"]),
-            steps=tuple(Step.from_json(s) for s in doc["steps"]),
-            data=dict(doc["data"]),
-            published_status_digest=doc["publishedStatusDigest"],
-            status_refused=doc.get("statusRefused", ""),
-            request_expires_at=doc.get("requestExpiresAt", ""),
-            outcome=doc["outcome"],
-        )
 
 
 @dataclass(frozen=True)
@@ -172,17 +151,14 @@ class Block:
             "archived": self.archived,
         }
 
-    @staticmethod
-    def from_json(doc: dict[str, Any]) -> Block:
-        return Block(doc["code"], doc["message"], doc["since"], doc.get("archived", ""))
-
 
 @dataclass(frozen=True)
 class ProcessedRequest:
     # "" when unknown: the original worker remembered request IDs only (domain/legacy_state.py)
     request_uid: str
     request_id: str
-    phase: str  # the phase it ended in (or was rejected with)
+    # the phase it ended in (or was rejected with); LEGACY_COMPLETED for the original's entries
+    phase: str
     # a rejection's HostOperation status still to be written (the API was down); then None
     pending_status: dict[str, Any] | None = None
     namespace: str = ""
@@ -240,26 +216,3 @@ class State:
             "lastReportAt": self.last_report_at,
             "lastJournal": self.last_journal,
         }
-
-    @staticmethod
-    def from_json(doc: dict[str, Any]) -> State:
-        op = doc.get("operation")
-        block = doc.get("block")
-        return State(
-            operation=Operation.from_json(op) if op else None,
-            processed=tuple(
-                ProcessedRequest(
-                    p["requestUid"],
-                    p["requestId"],
-                    p["phase"],
-                    p.get("pendingStatus"),
-                    p.get("namespace", ""),
-                    p.get("name", ""),
-                )
-                for p in doc["processed"]
-            ),
-            block=Block.from_json(block) if block else None,
-            last_report_digest=doc.get("lastReportDigest", ""),
-            last_report_at=doc.get("lastReportAt", ""),
-            last_journal=doc.get("lastJournal"),
-        )

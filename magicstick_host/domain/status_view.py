@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from magicstick_host.domain.inspection import rfc3339
+from magicstick_host.domain.phase import SHUTDOWN_PHASES, Phase
 from magicstick_host.domain.state import State
+from magicstick_host.domain.times import rfc3339
 
 STATUS_SCHEMA_VERSION = 1
 
@@ -39,11 +40,11 @@ def next_step_advice(state: State, node_name: str, *, legacy: bool = False) -> s
         )
     if op is None:
         return "Nothing to do: requests come from the appliance dashboard."
-    if op.phase in ("RebootScheduled", "PoweroffScheduled"):
+    if op.phase in SHUTDOWN_PHASES:
         return "The computer shuts down shortly; nothing to do. Save your work."
     if not op.terminal:
         return "The operation is running; the worker advances it every 15 seconds."
-    if op.phase in ("Succeeded", "PreparedUnverified"):
+    if op.phase in (Phase.SUCCEEDED, Phase.PREPARED_UNVERIFIED):
         return "Nothing to do."
     return (
         "Read the message. Nothing is retried automatically; a new confirmed request from the "
@@ -94,7 +95,7 @@ def build_status(
             "requestId": op.request_id,
             "requestUid": op.request_uid,
             "action": op.action,
-            "phase": op.phase,
+            "phase": str(op.phase),
             "message": op.message,
             "acceptedAt": op.accepted_at,
             "updatedAt": op.updated_at,

@@ -1,7 +1,9 @@
 """Effects: each performs exactly what a RunStep says, through one port, and decides nothing.
 
-`perform` returns (ok, detail) and never retries. An exception escaping it (a crash, a bug)
-leaves the step's intent without an outcome, which the next tick classifies.
+`EFFECTS` maps a step name (an operation declares the steps it runs: `OperationKind.steps`) to
+the effect that performs it; adding a step is one effect module and one line here. `perform`
+returns (ok, detail) and never retries. An exception escaping it (a crash, a bug) leaves the
+step's intent without an outcome, which the next tick classifies.
 """
 
 from __future__ import annotations
@@ -35,42 +37,73 @@ class EffectPorts:
     heartbeat: Callable[[], None]
 
 
+# (the step's inputs, the ports, the request UID) -> (ok, detail)
+Effect = Callable[[dict[str, Any], EffectPorts, str], tuple[bool, str]]
+
+
+def _shutdown(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> tuple[bool, str]:
+    return schedule_shutdown(
+        ports.runner, str(inputs["mode"]), int(inputs["delayMinutes"]), str(inputs["text"])
+    )
+
+
+def _install_packages(
+    inputs: dict[str, Any], ports: EffectPorts, request_uid: str
+) -> tuple[bool, str]:
+    return run_playbook(
+        ports,
+        "prepare.yml",
+        request_uid,
+        {
+            "magicstick_profile_id": inputs["profileId"],
+            "magicstick_os_version_id": inputs["osVersionId"],
+            "magicstick_packages": inputs["packages"],
+            "magicstick_target_kernel": inputs["targetKernel"],
+        },
+    )
+
+
+def _write_ttm(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> tuple[bool, str]:
+    return run_playbook(
+        ports,
+        "memory.yml",
+        request_uid,
+        {
+            "magicstick_dynamic_limit_mi": inputs["dynamicLimitMi"],
+            "magicstick_running_kernel": inputs["runningKernel"],
+            "magicstick_mem_total_mi": inputs["memTotalMi"],
+        },
+    )
+
+
+def _write_carveout(
+    inputs: dict[str, Any], ports: EffectPorts, request_uid: str
+) -> tuple[bool, str]:
+    return write_carveout(ports.hostfs, str(inputs["pciAddress"]), int(inputs["index"]))
+
+
+def _refresh(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> tuple[bool, str]:
+    return refresh_gpu_evidence(ports.runner, str(inputs["path"]), float(inputs["timeoutSeconds"]))
+
+
+def _activate(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> tuple[bool, str]:
+    return activate_module(ports.kube, inputs)
+
+
+EFFECTS: dict[str, Effect] = {
+    "schedule-shutdown": _shutdown,
+    "install-packages": _install_packages,
+    "write-ttm-config": _write_ttm,
+    "write-carveout": _write_carveout,
+    "refresh-gpu-evidence": _refresh,
+    "activate-module": _activate,
+}
+
+
 def perform(
     step: str, inputs: dict[str, Any], ports: EffectPorts, request_uid: str
 ) -> tuple[bool, str]:
-    if step == "schedule-shutdown":
-        return schedule_shutdown(
-            ports.runner, str(inputs["mode"]), int(inputs["delayMinutes"]), str(inputs["text"])
-        )
-    if step == "install-packages":
-        return run_playbook(
-            ports,
-            "prepare.yml",
-            request_uid,
-            {
-                "magicstick_profile_id": inputs["profileId"],
-                "magicstick_os_version_id": inputs["osVersionId"],
-                "magicstick_packages": inputs["packages"],
-                "magicstick_target_kernel": inputs["targetKernel"],
-            },
-        )
-    if step == "write-ttm-config":
-        return run_playbook(
-            ports,
-            "memory.yml",
-            request_uid,
-            {
-                "magicstick_dynamic_limit_mi": inputs["dynamicLimitMi"],
-                "magicstick_running_kernel": inputs["runningKernel"],
-                "magicstick_mem_total_mi": inputs["memTotalMi"],
-            },
-        )
-    if step == "write-carveout":
-        return write_carveout(ports.hostfs, str(inputs["pciAddress"]), int(inputs["index"]))
-    if step == "refresh-gpu-evidence":
-        return refresh_gpu_evidence(
-            ports.runner, str(inputs["path"]), float(inputs["timeoutSeconds"])
-        )
-    if step == "activate-module":
-        return activate_module(ports.kube, inputs)
-    raise ValueError(f"no effect named {step!r}")
+    effect = EFFECTS.get(step)
+    if effect is None:
+        raise ValueError(f"no effect named {step!r}")
+    return effect(inputs, ports, request_uid)

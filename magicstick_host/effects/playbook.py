@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from magicstick_host.errors import MagicstickError
 from magicstick_host.ports.runner import CommandResult
 
 if TYPE_CHECKING:
@@ -51,10 +52,15 @@ def write_vars(work_dir: Path, name: str, variables: dict[str, Any]) -> Path:
 def run_playbook(
     ports: EffectPorts, playbook: str, request_uid: str, variables: dict[str, Any]
 ) -> tuple[bool, str]:
-    vars_path = write_vars(ports.work_dir, f"{request_uid}-{playbook}.json", variables)
-    log_path = ports.log_path(request_uid)
-    # created 0600 here: the runner appends to it, and the output may show package details
-    os.close(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
+    try:
+        vars_path = write_vars(ports.work_dir, f"{request_uid}-{playbook}.json", variables)
+        log_path = ports.log_path(request_uid)
+        # created 0600 here: the runner appends to it, and the output may show package details
+        os.close(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
+    except OSError as exc:  # nothing ran: a known outcome, not an interrupted step
+        return False, f"{playbook} did not run: {exc.filename}: {exc.strerror or exc}"
+    except MagicstickError as exc:
+        return False, f"{playbook} did not run: {exc}"
     argv = [
         "ansible-playbook",
         "-i",

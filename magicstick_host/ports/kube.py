@@ -42,7 +42,6 @@ Preconditions, as checked against the real kube-apiserver 1.36 (tests/contract):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Iterator
@@ -51,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from magicstick_host.domain.cluster import hostoperation_name
 from magicstick_host.errors import (
     KubeConfigError,
     KubeConflictError,
@@ -64,17 +64,11 @@ GROUP = "appliance.magicstick.dev"
 VERSION = "v1alpha1"
 HOSTOPERATIONS = "hostoperations"
 MODULEACTIVATIONS = "moduleactivations"
-APPLIANCES = "appliances"
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
 
 Json = dict[str, Any]
-
-
-def hostoperation_name(node_uid: str) -> str:
-    """The HostOperation name for a Node: `host-` + 24 hex of sha256 over the JSON string."""
-    digest = hashlib.sha256(json.dumps(node_uid, ensure_ascii=False).encode()).hexdigest()
-    return f"host-{digest[:24]}"
+__all__ = ["KubePort", "RealKube", "hostoperation_name"]
 
 
 class KubePort(Protocol):
@@ -98,9 +92,13 @@ class KubePort(Protocol):
         uid: str | None = None,
     ) -> Json: ...
 
-    def get_module_activation(self, namespace: str, name: str) -> Json | None: ...
+    def get_object(
+        self, api_version: str, plural: str, namespace: str, name: str
+    ) -> Json | None:
+        """Any object by API version and plural ("" namespace: cluster-scoped); None: 404."""
+        ...
 
-    def get_appliance(self, namespace: str, name: str) -> Json | None: ...
+    def get_module_activation(self, namespace: str, name: str) -> Json | None: ...
 
     def serves(self, group_version: str, plural: str) -> bool:
         """Whether the cluster serves this resource at all (a CRD may be missing)."""
@@ -372,10 +370,14 @@ class RealKube:
         path = _custom_path(namespace, MODULEACTIVATIONS, name)
         return self._request("PATCH", path, body, MERGE_PATCH)
 
-    # -- Appliance (read only) and discovery ----------------------------------------------------
+    # -- any object (the reads operations declare) and discovery ------------------------------
 
-    def get_appliance(self, namespace: str, name: str) -> Json | None:
-        return self._get_or_none(_custom_path(namespace, APPLIANCES, name))
+    def get_object(
+        self, api_version: str, plural: str, namespace: str, name: str
+    ) -> Json | None:
+        prefix = "/api/" if "/" not in api_version else "/apis/"
+        scope = f"/namespaces/{_seg(namespace)}" if namespace else ""
+        return self._get_or_none(f"{prefix}{api_version}{scope}/{plural}/{_seg(name)}")
 
     def serves(self, group_version: str, plural: str) -> bool:
         """Discovery: a missing group/version or resource means the CRD is not installed."""

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from filelock import Timeout, UnixFileLock
 
-from magicstick_host.errors import LockBusyError, UnsafePathError
+from magicstick_host.errors import LockBusyError, UnsafePathError, local_file_error
 
 
 class Lock(Protocol):
@@ -58,7 +58,10 @@ class MaintenanceLock:
     def __enter__(self) -> MaintenanceLock:
         if self._held is not None:
             raise RuntimeError(f"{self.path}: already held by this MaintenanceLock")
-        self._check()
+        try:
+            self._check()
+        except OSError as exc:
+            raise local_file_error(exc, self.path, "cannot be checked") from exc
         lock = UnixFileLock(str(self.path), timeout=0, mode=0o600, **_NEWER_FILELOCK_OPTIONS)
         try:
             lock.acquire()
@@ -69,7 +72,7 @@ class MaintenanceLock:
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise UnsafePathError(f"{self.path}: is a symlink; refusing to lock it") from None
-            raise
+            raise local_file_error(exc, self.path, "cannot be opened") from exc
         self._held = lock
         return self
 

@@ -1,19 +1,40 @@
 """Opening, reading and writing the worker's own files: never through a symlink, never blocked
 by a FIFO, and each file checked against its role (ports/state_paths.py) before it is used.
 
-Every refusal is an UnsafePathError (or, for an unwritable path, a StateError) whose one-line
+Every refusal is an UnsafePathError (or, for an unwritable path, a LocalFileError) whose one-line
 message ends with the fix: the command to run, or `magicstick-host recover`.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
-from magicstick_host.errors import StateError, UnsafePathError
+from magicstick_host.errors import LocalFileError, UnsafePathError, local_file_error
 from magicstick_host.ports.state_paths import PathProblem, path_problem, writable_problem
+
+T = TypeVar("T")
+
+
+def local_faults(method: Callable[..., T]) -> Callable[..., T]:
+    """For the methods of a store with a `state_path`: an OSError the system raises while it
+    works (full disk, read-only filesystem, immutable file, a directory where a file should
+    be) becomes a LocalFileError naming the path (exit 74), never an internal error. What was
+    saved before stays as it was."""
+
+    @functools.wraps(method)
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> T:
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as exc:
+            raise local_file_error(exc, self.state_path, "cannot be written") from exc
+
+    return guarded
 
 
 def _refusal(problem: PathProblem) -> str:
@@ -28,9 +49,10 @@ def check(path: Path, st: os.stat_result, *, role: str, owner_uid: int) -> None:
 
 
 def refuse_unwritable(path: Path, *, role: str) -> None:
+    """A path the worker must write but the system will not let it: read-only or immutable."""
     problem = writable_problem(path, role=role)
     if problem is not None:
-        raise StateError(_refusal(problem))
+        raise LocalFileError(_refusal(problem))
 
 
 def ensure_dir(path: Path, *, parents: bool, role: str, owner_uid: int) -> None:

@@ -40,21 +40,23 @@ from pathlib import Path
 from typing import Any, BinaryIO, NoReturn, Protocol
 
 from magicstick_host import schemas
-from magicstick_host.domain.inspection import rfc3339
-from magicstick_host.domain.legacy_state import (
-    is_legacy_document,
-    migrate_legacy_state,
-    migration_summary,
-)
+from magicstick_host.domain.legacy_state import migration_summary
 from magicstick_host.domain.state import Block, State
-from magicstick_host.domain.strict_json import loads_strict
-from magicstick_host.errors import BadInputError, StateCorruptError, StateError, UnsafePathError
+from magicstick_host.domain.times import rfc3339
+from magicstick_host.errors import (
+    BadInputError,
+    LocalFileError,
+    StateCorruptError,
+    StateError,
+    UnsafePathError,
+)
 from magicstick_host.ports.clock import Clock, Instant, RealClock
 from magicstick_host.ports.journal import JournalFile, entry_seq
 from magicstick_host.ports.safe_files import (
     check,
     ensure_dir,
     fsync_dir,
+    local_faults,
     open_checked,
     open_or_create,
     read_all,
@@ -62,6 +64,7 @@ from magicstick_host.ports.safe_files import (
     refuse_unwritable,
     write_all,
 )
+from magicstick_host.ports.state_document import document_errors, parse_state
 from magicstick_host.ports.state_paths import (
     JOURNAL_FILE,
     LOGS_DIR,
@@ -91,27 +94,6 @@ class StateStore(Protocol):
     def op_log_path(self, request_uid: str) -> Path: ...
 
 
-def parse_state(data: bytes, now: Instant) -> tuple[State, dict[str, Any] | None]:
-    """The State that state.json bytes hold, and the legacy document when they are the
-    original worker's (then the State is its migration). ValueError(reason): corrupt."""
-    try:
-        doc = loads_strict(data)
-    except ValueError as exc:
-        raise ValueError(f"not JSON: {exc}") from None
-    if is_legacy_document(doc):
-        problems = schemas.errors("legacy-state", doc)
-        if problems:
-            raise ValueError(f"legacy state (the original worker's): schema: {problems[0]}")
-        return migrate_legacy_state(doc, wall=now.wall, boottime=now.boottime), doc
-    problems = schemas.errors("state", doc)
-    if problems:
-        raise ValueError(f"schema: {problems[0]}")
-    try:
-        return State.from_json(doc), None
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"unreadable state: {exc!r}") from None
-
-
 class FileStateStore:
     def __init__(
         self,
@@ -139,6 +121,7 @@ class FileStateStore:
 
     # ---- directory and file safety -------------------------------------------------------
 
+    @local_faults
     def prepare(self) -> None:
         """Create the directory (0700) if missing; refuse an unsafe one."""
         ensure_dir(self.directory, parents=True, role="state directory", owner_uid=self.owner_uid)
@@ -165,6 +148,7 @@ class FileStateStore:
 
     # ---- state ---------------------------------------------------------------------------
 
+    @local_faults
     def load(self) -> State | None:
         """The saved state; None when there is none. Raises StateCorruptError (after moving the
         file aside and writing a Block), UnsafePathError or StateError (nothing touched).
@@ -237,6 +221,7 @@ class FileStateStore:
             return target
         raise UnsafePathError(f"{self.directory}: too many archives named {STATE_FILE}.{kind}-*")
 
+    @local_faults
     def quarantine(self) -> list[str]:
         """For `recover`: move aside a state file or journal that no load can use (a symlink,
         a FIFO, a directory, ...). The state file's place is taken by a "state-corrupt" Block
@@ -278,6 +263,7 @@ class FileStateStore:
             return target
         raise UnsafePathError(f"{self.directory}: too many {path.name}.unsafe-* files")
 
+    @local_faults
     def save(self, state: State) -> None:
         """Validate, then write atomically. An invalid state is a bug: ValueError, no write.
 
@@ -286,7 +272,7 @@ class FileStateStore:
         if entry_seq(self._last) > entry_seq(state.last_journal):
             state = replace(state, last_journal=self._last)
         doc = state.to_json()
-        problems = schemas.errors("state", doc)
+        problems = document_errors(doc)
         if problems:
             raise ValueError(f"refusing to save an invalid state: {'; '.join(problems[:3])}")
         data = (json.dumps(doc, indent=2, allow_nan=False) + "\n").encode("utf-8")
@@ -307,6 +293,7 @@ class FileStateStore:
         self._fault("after-replace")
         fsync_dir(self.directory)
 
+    @local_faults
     def commit(self, state: State, entry: dict[str, Any]) -> State:
         """Save `state` with its journal entry (numbered), then append the entry.
 
@@ -330,7 +317,7 @@ class FileStateStore:
             self._fault("before-journal-append")
             self.append_journal(entry)
         except OSError as exc:
-            raise StateError(
+            raise LocalFileError(
                 f"{self.journal_path}: appending entry {entry['seq']} failed "
                 f"({exc.strerror or exc}); the transition is saved in {STATE_FILE} and is "
                 "appended by the next tick"
@@ -383,6 +370,7 @@ class FileStateStore:
         """(entries oldest first, why the journal cannot be read, lines skipped) for viewing."""
         return self.journal.peek()
 
+    @local_faults
     def op_log_path(self, request_uid: str) -> Path:
         """`<dir>/logs/<uid>.log`; the logs directory is created 0700 on demand."""
         if not _UID_RE.match(request_uid):

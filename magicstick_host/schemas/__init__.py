@@ -69,3 +69,16 @@ def errors(name: str, instance: Any) -> list[str]:
     """Every violation as `path: message`, empty when valid."""
     found = sorted(compiled_validator(name)(instance, ()), key=lambda e: [str(p) for p in e[0]])
     return [f"{'/'.join(str(p) for p in path) or '(root)'}: {message}" for path, message in found]
+
+
+_RECORD_CHECKS: dict[int, tuple[dict[str, Any], Check]] = {}
+
+
+def errors_against(schema: dict[str, Any], instance: Any) -> list[str]:
+    """`errors` for a schema built in code (a typed record's, domain/records.py)."""
+    held = _RECORD_CHECKS.get(id(schema))
+    if held is None or held[0] is not schema:
+        held = (schema, compile_schema(schema))
+        _RECORD_CHECKS[id(schema)] = held
+    found = sorted(held[1](instance, ()), key=lambda e: [str(p) for p in e[0]])
+    return [f"{'/'.join(str(p) for p in path) or '(root)'}: {message}" for path, message in found]

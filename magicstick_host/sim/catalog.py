@@ -72,7 +72,6 @@ HP_DMI = {
 }
 UBUNTU_CODENAMES = {"24.04": ("noble", "Noble Numbat", "24.04.3"), "26.04": ("resolute",
                     "Resolute Raccoon", "26.04")}
-KERNEL_TEAM = "Ubuntu Kernel Team"
 
 
 def ubuntu_os(version: str) -> dict[str, str]:

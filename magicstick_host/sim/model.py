@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 # carve-out shows MemTotal 131023872 kB (about 125 GiB), as in docs/host-root-layout.md
 MEM_OVERHEAD_KIB = 2_669_568
 TTM_MODULES = ("ttm", "amdttm", "amd_ttm")
-DRIVER_AFTER_BOOT = ("ready", "late", "never")
 COMPANION_AFTER_BOOT = ("ready", "late", "never", "vfio-pci", "nouveau")
 # namespace of the deterministic boot IDs
 BOOT_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://magicstick.invalid/sim/boot-id")

@@ -23,9 +23,9 @@ from magicstick_host.ports.runner import NOT_FOUND, CommandResult
 from magicstick_host.sim.ansible import PlaybookUsageError, PlayLog, parse_call
 from magicstick_host.sim.effects_log import EFFECTS_LOG, read_effects, record
 from magicstick_host.sim.faults import GPU_PUBLISH_FAILS, SHUTDOWN, SimulatedCrash, take_one_shot
-from magicstick_host.sim.memory import initramfs_argv, run_memory
+from magicstick_host.sim.memory_playbook import initramfs_argv, run_memory
 from magicstick_host.sim.model import Host, ScheduledShutdown
-from magicstick_host.sim.prepare import run_prepare
+from magicstick_host.sim.prepare_playbook import run_prepare
 from magicstick_host.sim.writer import load_host, write_host
 
 __all__ = ["EFFECTS_LOG", "SimRunner", "read_effects"]

@@ -15,7 +15,7 @@ from magicstick_host.sim.builders import (
     strix_host,
     ubuntu_host,
 )
-from magicstick_host.sim.memory import MANAGED_TTM_CONF, managed_ttm_conf
+from magicstick_host.sim.memory_playbook import MANAGED_TTM_CONF, managed_ttm_conf
 from magicstick_host.sim.model import Host, Kernel, Module, Package, PciDevice
 
 OLD_26 = "6.17.0-8-generic"

@@ -20,7 +20,10 @@ from magicstick_host.domain.evidence import (
     UmaInfo,
     Unknown,
 )
-from magicstick_host.domain.gpu_memory import gpu_memory_capability, validate_memory_selection
+from magicstick_host.domain.gpu_memory.capability import (
+    gpu_memory_capability,
+    validate_memory_selection,
+)
 from magicstick_host.domain.limits import DEFAULT_LIMITS as L
 from tests.domain.builders import MEM_TOTAL_MI, MIB, OPTIONS, REPO, host, nvidia, other_gpu, strix
 

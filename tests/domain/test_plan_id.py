@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import Evidence, KernelInfo, OsInfo, PackageInfo
-from magicstick_host.domain.planner import (
+from magicstick_host.domain.plan.planner import (
     _EXPERIMENT_KIND,
     _PLAN_KIND,
     plan_identity,

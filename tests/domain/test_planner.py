@@ -18,7 +18,7 @@ from magicstick_host.domain.evidence import (
     PciInventory,
     Unknown,
 )
-from magicstick_host.domain.planner import EXPERIMENT_WARNING, plan_preparation
+from magicstick_host.domain.plan.planner import EXPERIMENT_WARNING, plan_preparation
 from magicstick_host.domain.profiles import Profile
 from tests.domain.builders import (
     REPO,

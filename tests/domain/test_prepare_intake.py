@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from magicstick_host.domain.evidence import Evidence
-from magicstick_host.domain.intake import Accepted, HostFacts, Rejected, Review, review_request
+from magicstick_host.domain.intake import review_request
 from magicstick_host.domain.limits import DEFAULT_LIMITS
-from magicstick_host.domain.planner import plan_preparation
+from magicstick_host.domain.plan.planner import plan_preparation
+from magicstick_host.domain.request import Accepted, HostFacts, Rejected, Review
 from magicstick_host.domain.state import State
 from tests.domain.builders import host, nvidia, other_gpu, ready_host, shipped_profiles, strix
 
@@ -48,9 +49,11 @@ def _facts(ev: Evidence) -> HostFacts:
         node_uid=NODE_UID,
         boot_id=ev.boot_id,
         now=NOW,
-        plan=plan_preparation(ev, PROFILES).to_json(),
-        gpu_memory={"supported": False, "id": "c" * 64},
         shutdown_scheduled=False,
+        capabilities={
+            "plan": plan_preparation(ev, PROFILES).to_json(),
+            "gpuMemory": {"supported": False, "id": "c" * 64},
+        },
     )
 
 
@@ -97,7 +100,7 @@ def _dashboard_requests(plan: dict[str, Any]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("name", sorted(HOSTS))
 def test_every_request_the_dashboard_offers_is_accepted(name: str) -> None:
     facts = _facts(HOSTS[name])
-    for spec in _dashboard_requests(facts.plan):
+    for spec in _dashboard_requests(facts.capabilities["plan"]):
         review = _review(facts, **spec)
         assert isinstance(review, Accepted), (spec, review)
         assert review.experiment is spec["experimentMode"]
@@ -120,7 +123,7 @@ OFFERS = {
 
 @pytest.mark.parametrize("name", sorted(HOSTS))
 def test_what_the_dashboard_offers_per_host(name: str) -> None:
-    offered = _dashboard_requests(_facts(HOSTS[name]).plan)
+    offered = _dashboard_requests(_facts(HOSTS[name]).capabilities["plan"])
     modes = {spec["experimentMode"] for spec in offered}
     assert (False in modes, True in modes) == OFFERS[name]
 
@@ -128,7 +131,7 @@ def test_what_the_dashboard_offers_per_host(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(HOSTS))
 def test_what_the_dashboard_does_not_offer_is_rejected(name: str) -> None:
     facts = _facts(HOSTS[name])
-    plan = facts.plan
+    plan = facts.capabilities["plan"]
     experiment = plan.get("experiment")
     if plan["state"] not in OFFERED:
         review = _review(facts, planId=plan["id"], allowExperimental=True, experimentMode=False)
@@ -148,11 +151,11 @@ def test_what_the_dashboard_does_not_offer_is_rejected(name: str) -> None:
 
 def test_an_experiment_that_is_not_offered_is_rejected() -> None:
     facts = _facts(HOSTS["nvidia, old kernel"])
-    experiment = facts.plan["experiment"]
+    experiment = facts.capabilities["plan"]["experiment"]
     for state in ("blocked", "not-required", None):
-        withdrawn = {**facts.plan, "experiment": {**experiment, "state": state}}
+        withdrawn = {**facts.capabilities["plan"], "experiment": {**experiment, "state": state}}
         review = _review(
-            replace(facts, plan=withdrawn),
+            replace(facts, capabilities={**facts.capabilities, "plan": withdrawn}),
             planId=experiment["id"],
             allowExperimental=True,
             experimentMode=True,
@@ -162,13 +165,18 @@ def test_an_experiment_that_is_not_offered_is_rejected() -> None:
 
 def test_an_experiment_without_allow_experimental_is_rejected() -> None:
     facts = _facts(HOSTS["second amd, ready"])
-    experiment = facts.plan["experiment"]
+    experiment = facts.capabilities["plan"]["experiment"]
     review = _review(facts, planId=experiment["id"], allowExperimental=False, experimentMode=True)
     assert isinstance(review, Rejected) and "allowExperimental" in review.message
 
 
 def test_an_experimental_plan_without_allow_experimental_is_rejected() -> None:
     facts = _facts(HOSTS["nvidia, ready"])
-    assert facts.plan["experimental"] is True
-    review = _review(facts, planId=facts.plan["id"], allowExperimental=False, experimentMode=False)
+    assert facts.capabilities["plan"]["experimental"] is True
+    review = _review(
+        facts,
+        planId=facts.capabilities["plan"]["id"],
+        allowExperimental=False,
+        experimentMode=False,
+    )
     assert isinstance(review, Rejected) and "experimental" in review.message

@@ -8,17 +8,30 @@ from typing import Any
 
 import pytest
 
-from magicstick_host.domain.decisions import RunStep, SetPhase, Situation, Wait
+from magicstick_host.domain.cluster import ClusterView
+from magicstick_host.domain.decisions import Decision, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence, PackageInfo
 from magicstick_host.domain.limits import DEFAULT_LIMITS
-from magicstick_host.domain.memory import decide_memory, memory_identity
-from magicstick_host.domain.prepare import decide_prepare, desired_module_spec
+from magicstick_host.domain.operations.configure_gpu_memory import CONFIGURE_GPU_MEMORY
+from magicstick_host.domain.operations.configure_gpu_memory.data import memory_identity
+from magicstick_host.domain.operations.decide import decide
+from magicstick_host.domain.operations.prepare_gpu import PREPARE_GPU
+from magicstick_host.domain.operations.prepare_gpu.handoff import desired_module_spec
+from magicstick_host.domain.records import record_to_json
 from magicstick_host.domain.state import Operation
 from tests.domain.builders import TARGET, host, ready_host, strix
 from tests.harness.factories import operation
 
 BOOT = "6f1c2d4e-8a9b-4c3d-9e2f-1a2b3c4d5e6f"
 OTHER_BOOT = "00000000-0000-4000-8000-000000000001"
+
+
+def decide_prepare(op: Operation, now: Situation) -> Decision:
+    return decide(PREPARE_GPU, op, now)
+
+
+def decide_memory(op: Operation, now: Situation) -> Decision:
+    return decide(CONFIGURE_GPU_MEMORY, op, now)
 
 
 def op(action: str, phase: str, data: dict[str, Any], **kw: Any) -> Operation:
@@ -41,11 +54,11 @@ def at(
         wall=datetime(2026, 11, 30, 12, tzinfo=UTC),
         boottime=boottime,
         limits=DEFAULT_LIMITS,
-        node=node,
-        module_activation=module,
-        appliance=appliance,
-        appliance_served=appliance_served,
-        cluster_ok=node is not None,
+        cluster=ClusterView(
+            node=node,
+            objects={"module-activation": module, "appliance": appliance},
+            served={} if appliance_served is None else {"appliance": appliance_served},
+        ),
     )
 
 
@@ -59,6 +72,7 @@ PREPARE = {
     "moduleIdentity": None,
     "installDone": True,
     "profileId": "strix-halo-ubuntu-26.04",
+    "profileVersion": "1",
     "osVersionId": "26.04",
 }
 NODE_WITH_GPU = {"status": {"allocatable": {"amd.com/gpu": "1"}}}
@@ -188,7 +202,7 @@ def memory_op(phase: str, ev: Evidence, **data: Any) -> Operation:
     return op(
         "configure-gpu-memory",
         phase,
-        {**MEMORY, "identity": memory_identity(ev), **data},
+        {**MEMORY, "identity": record_to_json(memory_identity(ev)), **data},
         reboot_budget=2,
     )
 

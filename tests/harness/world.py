@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from magicstick_host.app import gather
+from magicstick_host import app
 from magicstick_host.domain.state import State
 from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.kube import RealKube, hostoperation_name
@@ -26,7 +26,8 @@ from magicstick_host.sim.boot import boot_host
 from magicstick_host.sim.faults import SimulatedCrash  # the process died (tick or simulator)
 from magicstick_host.sim.runner import SimRunner, read_effects
 from magicstick_host.sim.writer import create_host, load_host
-from magicstick_host.tick import CrashHook, TickDeps, TickResult, no_crash, run_tick
+from magicstick_host.tick import CrashHook, TickDeps, no_crash
+from magicstick_host.tick_result import TickResult
 
 NAMESPACE = "ai-system"
 PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
@@ -123,15 +124,14 @@ class World:
         return load_host(self.root).boot_id
 
     def deps(self, crash: CrashHook = no_crash) -> TickDeps:
-        runner = SimRunner(self.root)
-        return TickDeps(
+        """The real tick's ports around the simulator, the fake clock and the test apiserver,
+        assembled by the composition root."""
+        return app.tick_deps(
             root=str(self.root),
-            gather=lambda: gather(str(self.root), self.profiles, runner),
-            runner=runner,
+            runner=SimRunner(self.root),
             clock=self.clock,
             kube=self.worker,
-            store=FileStateStore(self.state_dir),
-            lock_path=self.state_dir / "maintenance.lock",
+            state_dir=self.state_dir,
             profiles=self.profiles,
             node_name=self.node_name,
             playbooks_dir=PLAYBOOKS,
@@ -141,7 +141,7 @@ class World:
     def tick(self, crash: CrashHook = no_crash, advance_s: float = 15.0) -> TickResult | None:
         """One tick, then the clock moves on. None when the tick "crashed"."""
         try:
-            return run_tick(self.deps(crash))
+            return app.tick(self.deps(crash))
         except SimulatedCrash:
             return None
         finally:

@@ -44,6 +44,8 @@ STATE = "var/lib/magicstick/host-management"
 UNITS = "etc/systemd/system"
 K3S_MANIFESTS = "var/lib/rancher/k3s/server/manifests"
 TREES = ("magicstick_host", "profiles")
+# the host simulator: demos and tests only, never on an appliance
+LEFT_OUT = "magicstick_host/sim"
 # Of playbooks/, what the worker runs (relative to playbooks/): install.yml, its role, the
 # manifests and anything else stay out.
 WORKER_PLAYBOOKS = ("prepare.yml", "memory.yml", "roles", "roles/prepare", "roles/memory")
@@ -70,8 +72,11 @@ def source_entries(src: Path) -> dict[str, Path]:
     for name in TREES:
         found[name] = src / name
         for rel, path in tree(src / name).items():
+            full = f"{name}/{rel}"
+            if full == LEFT_OUT or full.startswith(LEFT_OUT + "/"):
+                continue
             if "__pycache__" not in Path(rel).parts and path.suffix not in (".pyc", ".pyo"):
-                found[f"{name}/{rel}"] = path
+                found[full] = path
     found["playbooks"] = src / "playbooks"
     for rel, path in tree(src / "playbooks").items():
         if rel in WORKER_PLAYBOOKS or rel.startswith(("roles/prepare/", "roles/memory/")):
@@ -173,6 +178,10 @@ def test_first_run_installs_the_tree_exactly(installed: Installed) -> None:
         assert (lib / "playbooks" / rel).is_file(), rel
     for rel in ("install.yml", "roles/install", "files", "roles/retired"):
         assert not (lib / "playbooks" / rel).exists(), rel
+    # the simulator stays in the checkout; the rest of the package is there
+    assert (installed.src / LEFT_OUT / "runner.py").is_file()
+    assert not (lib / LEFT_OUT).exists()
+    assert (lib / "magicstick_host/tick.py").is_file()
 
 
 def test_first_run_installs_command_units_state_and_manifests(installed: Installed) -> None:
@@ -211,6 +220,16 @@ def test_second_run_changes_nothing(installed: Installed) -> None:
     assert counts["changed"] == 0, changed_tasks(installed.second)
 
 
+# this venv's python stands in for /usr/bin/python3 with Ubuntu's packages; the checkout's
+# editable install is taken off the import path first, so that only the installed tree serves
+# magicstick_host (a module the install left out must not come from the checkout)
+WITHOUT_THE_CHECKOUT = (
+    "import sys; sys.meta_path[:] = [f for f in sys.meta_path "
+    "if 'editable' not in getattr(f, '__module__', '')]; "
+    "sys.argv = sys.argv[1:]; exec(compile(open(sys.argv[0]).read(), sys.argv[0], 'exec'))"
+)
+
+
 def test_installed_command_runs(installed: Installed, tmp_path: Path) -> None:
     """The installed wrapper and tree work: the wrapper's own code, pointed at the temp root."""
     assert_succeeded(installed.first)
@@ -218,18 +237,22 @@ def test_installed_command_runs(installed: Installed, tmp_path: Path) -> None:
     launcher = tmp_path / "magicstick-host"
     launcher.write_text(text.replace("/usr/local/lib/", f"{installed.root}/usr/local/lib/"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAGICSTICK_HOST_")}
-    # this venv's python stands in for /usr/bin/python3 with Ubuntu's packages
-    proc = subprocess.run(
-        [sys.executable, "-I", str(launcher), "--help"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
-    )
+
+    def installed_command(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-I", "-c", WITHOUT_THE_CHECKOUT, str(launcher), *args],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False,
+        )  # fmt: skip
+
+    proc = installed_command("--help")
     assert proc.returncode == 0, proc.stderr
     assert "Exit codes" in proc.stdout
+    # without the simulator, its commands say so in one line (bad input); nothing else needs it
+    sim = installed_command("sim", "list")
+    assert sim.returncode == 3, sim.stderr
+    assert sim.stderr.count("\n") == 1 and "simulator is not installed" in sim.stderr
+    inspect = installed_command("inspect", "--root", str(tmp_path))
+    assert inspect.returncode == 0, inspect.stderr
     assert not list((installed.root / LIB).rglob("__pycache__")), "wrote byte-code"
 
 
@@ -241,6 +264,8 @@ def tiny_checkout(src: Path) -> Path:
         "magicstick_host/__init__.py": "",
         "magicstick_host/sub/__init__.py": "",
         "magicstick_host/sub/mod.py": "VALUE = 1\n",
+        "magicstick_host/sim/runner.py": "SIMULATED = True\n",
+        "magicstick_host/simulated_not.py": "KEPT = True\n",
         "magicstick_host/schemas/x.schema.json": "{}\n",
         "profiles/a.yaml": "id: a\n",
         "profiles/b.yaml": "id: b\n",

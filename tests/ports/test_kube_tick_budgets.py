@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from magicstick_host.domain.inspection import build_inspection, rfc3339
+from magicstick_host.domain.cluster import ClusterView
+from magicstick_host.domain.inspection import build_inspection, host_capabilities
+from magicstick_host.domain.state import State
+from magicstick_host.domain.times import rfc3339
 from magicstick_host.errors import ExitCode, KubeTemporaryError
 from magicstick_host.ports.kube import RealKube
 from magicstick_host.ports.state_store import FileStateStore
-from magicstick_host.publish import publish_report
-from magicstick_host.tick import Cluster, Tick, run_tick
+from magicstick_host.publish import Publishing, publish_report
+from magicstick_host.tick import run_tick
 from tests.harness.world import World
 from tests.kubeserver.fixtures import KubeCluster
 from tests.ports.kube_servers import (
@@ -47,7 +50,8 @@ def test_the_reads_of_a_tick_stop_at_their_share_of_the_budget(
         returned, raised = call_in_thread(lambda: results.append(run_tick(deps)), 60)
     assert returned and raised is None
     (result,) = results
-    assert result.exit_code == ExitCode.OK
+    # the tick went on without the API, and its exit code says the API failed it
+    assert result.exit_code == ExitCode.KUBE_UNAVAILABLE
     assert "kubernetes: GET /api/v1/nodes/" in result.summary
 
 
@@ -63,18 +67,31 @@ def test_a_heartbeat_is_sent_when_the_tick_budget_is_spent(
         spent.read_node(world.node_name)
 
     deps = world.deps()
-    deps.kube = spent
-    tick = Tick(deps)
     ev = deps.gather()
     now = deps.clock.now()
-    tick.inspection = build_inspection(ev, deps.profiles, deps.limits, observed_at=now.wall,
-                                       root=deps.root)
+    capabilities = host_capabilities(ev, deps.profiles, deps.limits)
     state = FileStateStore(world.state_dir).load()
     assert state is not None
-    cluster = Cluster(node=kube.read_node(world.node_name))
-    publish_report(tick, state, ev, now, cluster, save=False)  # the heartbeat of a playbook
+
+    def unsaved(state: State, event: str, journal: bool) -> State:
+        raise AssertionError(f"a heartbeat saves nothing ({event})")
+
+    publishing = Publishing(
+        kube=spent,
+        node_name=world.node_name,
+        limits=deps.limits,
+        cluster=ClusterView(node=kube.read_node(world.node_name)),
+        ev=ev,
+        now=now,
+        inspection=build_inspection(ev, deps.profiles, deps.limits, observed_at=now.wall,
+                                    root=deps.root, capabilities=capabilities),
+        capabilities=capabilities,
+        save=unsaved,
+        crash=lambda point: None,
+    )
+    publish_report(state, publishing, save=False)  # the heartbeat of a playbook
 
     report = json.loads(kube.read_node(world.node_name)["metadata"]["annotations"][ANNOTATION])
     assert report["observedAt"] == rfc3339(now.wall)
     with pytest.raises(KubeTemporaryError, match="used up"):  # the tick's own report is not
-        publish_report(tick, state, ev, now, cluster, save=True)
+        publish_report(state, publishing, save=True)

@@ -18,6 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from magicstick_host import schemas
+from magicstick_host.domain.operations.configure_gpu_memory.data import MemoryData
+from magicstick_host.domain.operations.prepare_gpu.data import PrepareData
+from magicstick_host.domain.phase import Phase
+from magicstick_host.domain.records import NoData
 from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State, Step
 from magicstick_host.errors import BadInputError, StateCorruptError, StateError, UnsafePathError
 from magicstick_host.ports.clock import Instant
@@ -67,20 +71,32 @@ def a_state(phase: str = "Accepted") -> State:
     op = Operation(
         request_uid="0b7e6c1e-9a0d-4b8e-8f5e-2f6f1a2b3c4d",
         request_id="a" * 32,
-        action="reboot",
+        action="prepare-gpu",
         namespace="ai-system",
-        name="reboot-1",
+        name="prepare-1",
         request_digest="b" * 64,
         plan_id="",
         accepted_boot_id="boot-1",
         accepted_at="2026-05-09T07:00:00Z",
-        phase=phase,
+        phase=Phase(phase),
         message="accepted",
         updated_at="2026-05-09T07:00:00Z",
         phase_boot_id="boot-1",
         phase_since_boottime=12.5,
         steps=(Step("schedule-shutdown", {"delay": 1}, "boot-1", "2026-05-09T07:00:01Z", 13.0),),
-        data={"targetKernel": "7.0.0-10-generic"},
+        data=PrepareData(
+            packages={"linux-generic": "7.0.0-10.10"},
+            target_kernel="7.0.0-10-generic",
+            reboot_required=True,
+            gpu_profile="strix-halo",
+            profile_id="strix-halo-ubuntu-26.04",
+            profile_version="1",
+            os_version_id="26.04",
+            experiment=False,
+            engine_validation_available=True,
+            module_identity=None,
+            install_done=False,
+        ),
     )
     return State(operation=op, processed=(ProcessedRequest("u0", "c" * 32, "Succeeded"),))
 
@@ -418,18 +434,25 @@ steps = st.builds(
     finished_at=st.none() | texts,
     detail=texts,
 )
+# each action with a record of its own type; an action this worker does not run has none
+action_and_data = st.one_of(
+    st.tuples(st.sampled_from(["reboot", "poweroff"]) | texts, st.just(NoData())),
+    st.tuples(st.just("prepare-gpu"), st.builds(PrepareData)),
+    st.tuples(st.just("configure-gpu-memory"), st.builds(MemoryData)),
+).filter(lambda pair: pair[0] not in ("prepare-gpu", "configure-gpu-memory")
+         or not isinstance(pair[1], NoData))
 operations = st.builds(
-    Operation,
+    lambda pair, **fields: Operation(action=pair[0], data=pair[1], **fields),
+    action_and_data,
     request_uid=st.text(min_size=1, max_size=12),
     request_id=st.text(HEX, min_size=32, max_size=32),
-    action=texts,
     namespace=texts,
     name=texts,
     request_digest=st.text(HEX, min_size=64, max_size=64),
     plan_id=texts,
     accepted_boot_id=texts,
     accepted_at=texts,
-    phase=st.sampled_from(PHASES),
+    phase=st.sampled_from(PHASES).map(Phase),
     message=st.text(max_size=64),
     updated_at=texts,
     phase_boot_id=texts,
@@ -437,7 +460,6 @@ operations = st.builds(
     reboots_used=st.integers(0, 10),
     reboot_budget=st.integers(0, 10),
     steps=st.lists(steps, max_size=3).map(tuple),
-    data=st.dictionaries(texts, json_values, max_size=3),
     outcome=st.sampled_from(["", "uncertain"]),
 )
 states = st.builds(

@@ -111,8 +111,9 @@ def test_every_crash_point(tmp_path: Path, kube: Any, case: str) -> None:
         expected = "Interrupted" if between_intent_and_effect(point) else "Succeeded"
         assert final == expected, f"crash at #{index} {point}: {final}: {op.message}"
         # written but not yet active: the next restart will apply it, and the message says so
-        if final == "Interrupted" and op.data.get("carveoutWritten") \
-                and op.data.get("stage") == "carveout":
+        data = op.to_json()["data"]
+        if final == "Interrupted" and data.get("carveoutWritten") \
+                and data.get("stage") == "carveout":
             assert "pending and will take effect at the next restart" in op.message, point
         obj = world.hostop()
         assert obj is not None and obj["status"]["phase"] == op.phase, point

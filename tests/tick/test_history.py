@@ -25,7 +25,8 @@ from magicstick_host.errors import StateError, UnsafePathError
 from magicstick_host.ports.state_store import FileStateStore
 from magicstick_host.sim.faults import SimulatedCrash
 from magicstick_host.sim.writer import load_host
-from magicstick_host.tick import TickResult, run_tick
+from magicstick_host.tick import run_tick
+from magicstick_host.tick_result import TickResult
 from tests.harness.world import World
 
 READY = "strix-halo-ubuntu-26.04-ready"

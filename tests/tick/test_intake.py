@@ -8,16 +8,19 @@ from typing import Any
 import pytest
 
 from magicstick_host.domain.evidence import CarveoutOption
-from magicstick_host.domain.gpu_memory import GpuMemoryCapability
-from magicstick_host.domain.intake import (
+from magicstick_host.domain.gpu_memory.capability import (
+    GPU_MEMORY_CAPABILITY,
+    GpuMemoryCapability,
+)
+from magicstick_host.domain.intake import review_request
+from magicstick_host.domain.limits import DEFAULT_LIMITS
+from magicstick_host.domain.request import (
     Accepted,
     HostFacts,
     Ignored,
     Rejected,
     request_digest,
-    review_request,
 )
-from magicstick_host.domain.limits import DEFAULT_LIMITS
 from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State
 from tests.harness.factories import operation
 
@@ -63,7 +66,12 @@ def host(**kw: Any) -> HostFacts:
         "memory_capability": CAPABILITY,
     }
     base.update(kw)
-    return HostFacts(**base)
+    capabilities = {
+        "plan": base.pop("plan"),
+        "gpuMemory": base.pop("gpu_memory"),
+        GPU_MEMORY_CAPABILITY: base.pop("memory_capability"),
+    }
+    return HostFacts(**base, capabilities=capabilities)
 
 
 def request(

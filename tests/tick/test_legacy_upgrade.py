@@ -22,15 +22,17 @@ from magicstick_host.domain.legacy_state import (
     adopt_request,
     migrate_legacy_state,
 )
-from magicstick_host.domain.power import POWEROFF_TEXT, SHUTDOWN_TEXT
-from magicstick_host.domain.prepare import desired_module_spec
-from magicstick_host.domain.state import TERMINAL_PHASES, State
+from magicstick_host.domain.operations.prepare_gpu.handoff import desired_module_spec
+from magicstick_host.domain.operations.shutdown_steps import POWEROFF_TEXT, SHUTDOWN_TEXT
+from magicstick_host.domain.phase import TERMINAL_PHASES
+from magicstick_host.domain.state import State
 from magicstick_host.errors import StateCorruptError
 from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.state_store import FileStateStore
 from magicstick_host.sim.runner import SimRunner
 from magicstick_host.sim.writer import load_host
-from magicstick_host.tick import TickResult, run_tick
+from magicstick_host.tick import run_tick
+from magicstick_host.tick_result import TickResult
 from tests.harness.world import World
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "legacy-state"
@@ -133,7 +135,7 @@ def test_phases_this_worker_can_prove_continue(
     assert op.steps == () and op.outcome == ""
     # no spec in the legacy file: the first supervise records name and digest
     assert (op.name, op.request_digest) == ("", "")
-    assert op.data["legacy"]["phase"] == phase
+    assert op.to_json()["data"]["legacy"]["phase"] == phase
     assert state.seen_uid(UID) is not None
 
 
@@ -143,7 +145,7 @@ def test_prepare_gpu_data_comes_from_the_plan_and_the_recorded_activation(
     op = migrated(tmp_path, "registering.json")[0].operation
     assert op is not None
     assert op.plan_id == "9f" * 32
-    assert op.data == {
+    assert op.to_json()["data"] == {
         "packages": {"linux-generic": "7.0.0-31.31"},
         "targetKernel": "7.0.0-31-generic",
         "rebootRequired": True,
@@ -155,6 +157,7 @@ def test_prepare_gpu_data_comes_from_the_plan_and_the_recorded_activation(
         "engineValidationAvailable": True,
         "moduleIdentity": None,  # activationBefore null: there was no ModuleActivation
         "installDone": True,
+        "evidenceRefresh": None,  # not run yet
         "legacy": {
             "migratedAt": "2026-05-09T07:10:00Z",
             "phase": "Registering",
@@ -166,7 +169,7 @@ def test_prepare_gpu_data_comes_from_the_plan_and_the_recorded_activation(
 def test_memory_data_comes_from_the_selection_and_the_capability(tmp_path: Path) -> None:
     op = migrated(tmp_path, "reboot-scheduled-memory-uma.json")[0].operation
     assert op is not None
-    data = dict(op.data)
+    data = dict(op.to_json()["data"])
     assert data.pop("legacy")["unknown"] == ["identity"]
     assert data == {
         "carveoutIndex": 9,
@@ -182,7 +185,8 @@ def test_memory_data_comes_from_the_selection_and_the_capability(tmp_path: Path)
     }
     ttm = migrated(tmp_path / "ttm", "reboot-scheduled-memory-ttm.json")[0].operation
     assert ttm is not None
-    assert (ttm.data["stage"], ttm.data["carveoutWritten"], ttm.data["ttmWritten"]) == (
+    written = ttm.to_json()["data"]
+    assert (written["stage"], written["carveoutWritten"], written["ttmWritten"]) == (
         "ttm",
         True,
         True,

@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase, Situation, Wait
+from magicstick_host.domain.decisions import (
+    ClassifiedStep,
+    Decision,
+    RunStep,
+    SetPhase,
+    Situation,
+    Wait,
+)
 from magicstick_host.domain.evidence import Evidence, ScheduledShutdown, ServicesInfo
 from magicstick_host.domain.limits import DEFAULT_LIMITS
-from magicstick_host.domain.power import SCHEDULE_SHUTDOWN, decide_power
+from magicstick_host.domain.operations.decide import decide
+from magicstick_host.domain.operations.registry import OPERATIONS
+from magicstick_host.domain.operations.shutdown_steps import SCHEDULE_SHUTDOWN
 from magicstick_host.domain.state import Operation, Step
 from tests.harness.factories import operation as make_operation
 
 BOOT = "11111111-1111-4111-8111-111111111111"
 NEW_BOOT = "22222222-2222-4222-8222-222222222222"
+
+
+def decide_power(op: Operation, now: Situation) -> Decision:
+    return decide(OPERATIONS[op.action], op, now)
 
 
 def operation(action: str = "reboot", phase: str = "Accepted", **kw: object) -> Operation:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from magicstick_host.domain.parsers.common import ParseError
-from magicstick_host.domain.parsers.memory_params import is_memory_param
+from magicstick_host.domain.parsers.ttm_params import is_memory_param
 
 MAX_CMDLINE_CHARS = 65536
 

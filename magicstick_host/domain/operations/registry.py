@@ -1,0 +1,40 @@
+"""The one list of actions: which operations this worker runs, and which it turns away.
+
+Intake (domain/intake.py), the report's `actions` (domain/offers.py), the tick's cluster reads
+(magicstick_host/cluster_reads.py), the phase dispatch (operations/decide.py), the effects a
+step may run and the state loader (domain/state_codec.py) all look actions up here; no other
+module spells an action name. The order is the report's `actions` order.
+"""
+
+from __future__ import annotations
+
+from magicstick_host.domain.operations.configure_gpu_memory import CONFIGURE_GPU_MEMORY
+from magicstick_host.domain.operations.kind import OperationKind
+from magicstick_host.domain.operations.prepare_gpu import PREPARE_GPU
+from magicstick_host.domain.operations.reboot_poweroff import POWEROFF, REBOOT
+from magicstick_host.domain.records import NoData
+
+OPERATIONS: dict[str, OperationKind] = {
+    kind.action: kind for kind in (PREPARE_GPU, CONFIGURE_GPU_MEMORY, REBOOT, POWEROFF)
+}
+# the contract's actions this worker does not run yet: "not available on this host yet"
+NOT_YET_ACTIONS = ("clear-model-cache", "configure-network", "scan-wifi")
+# other appliance services' actions (contract.md): "not handled by this host worker"
+FOREIGN_ACTIONS = (
+    "configure-updates",
+    "check-updates",
+    "install-updates",
+    "check-software-channel",
+    "apply-software-channel",
+)
+
+
+def kind_of(action: str) -> OperationKind | None:
+    return OPERATIONS.get(action)
+
+
+def data_type(action: str) -> type:
+    """The data record of an action; NoData for one this worker does not run (a migrated
+    operation of an unknown action is kept only as a finished record)."""
+    kind = OPERATIONS.get(action)
+    return kind.data if kind is not None else NoData
