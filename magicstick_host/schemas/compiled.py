@@ -67,6 +67,8 @@ def json_equal(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, str) and isinstance(b, str):
+        return str(a) == str(b)  # a StrEnum (domain/phase.py) is the string it spells
     return type(a) is type(b) and a == b
 
 

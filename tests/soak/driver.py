@@ -20,7 +20,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from magicstick_host.domain.state import TERMINAL_PHASES, State
+from magicstick_host.domain.phase import TERMINAL_PHASES
+from magicstick_host.domain.state import State
 from tests.harness.world import report_node_eligibility
 from tests.soak.actions import choose, report_fresh
 from tests.soak.counts import Counts

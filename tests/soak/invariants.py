@@ -24,7 +24,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from magicstick_host.domain.state import TERMINAL_PHASES, State
+from magicstick_host.domain.phase import TERMINAL_PHASES
+from magicstick_host.domain.state import State
 from tests.soak.actions import BY_NAME
 
 Json = dict[str, Any]

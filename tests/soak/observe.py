@@ -15,6 +15,7 @@ from typing import Any
 
 from magicstick_host import schemas
 from magicstick_host.domain.state import State
+from magicstick_host.domain.state_codec import state_from_json
 from magicstick_host.sim.effects_log import EFFECTS_LOG
 
 Json = dict[str, Any]
@@ -39,7 +40,7 @@ def read_state(state_dir: Path) -> tuple[State | None, str]:
     if problems:
         return None, f"{path}: schema: {problems[0]}"
     try:
-        return State.from_json(doc), ""
+        return state_from_json(doc), ""
     except (KeyError, TypeError, ValueError) as exc:
         return None, f"{path}: {exc!r}"
 
