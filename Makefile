@@ -8,6 +8,8 @@ DEMO_DIR ?= $(CURDIR)/.demo
 TICKS ?= 10000
 SEED ?=
 SOAK_HOSTS ?= 3
+# start no tick after this many minutes (empty: run all TICKS); the summary says how many ran
+SOAK_MINUTES ?=
 
 .PHONY: help install test test-archive check lint typecheck demo apiserver apiserver-build bench soak clean
 
@@ -65,7 +67,8 @@ bench: $(STAMP)
 	$(BIN)/python -m tests.bench
 
 soak: $(STAMP) apiserver-build
-	$(BIN)/python -m tests.soak --ticks $(TICKS) --hosts $(SOAK_HOSTS) $(if $(SEED),--seed $(SEED))
+	$(BIN)/python -m tests.soak --ticks $(TICKS) --hosts $(SOAK_HOSTS) $(if $(SEED),--seed $(SEED)) \
+		$(if $(SOAK_MINUTES),--max-minutes $(SOAK_MINUTES))
 
 clean:
 	rm -rf $(VENV) $(ARCHIVE_VENV) .demo .pytest_cache .mypy_cache .ruff_cache

@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the seed of every fault choice (default: a new one, printed)")
     parser.add_argument("--hosts", type=int, default=3, help="simulated hosts, ticked in parallel")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--max-minutes", type=float, default=None,
+                        help="start no tick after this long; the summary says how many ran")
     args = parser.parse_args(argv)
     seed = int(args.seed) if args.seed else secrets.randbelow(10**6)
     work = args.workdir or Path(tempfile.mkdtemp(prefix=f"magicstick-soak-{seed}-"))
@@ -35,8 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     build.ensure_binary()
     with KubeServer(work / "apiserver") as server:
-        counts, text = soak(server, work, ticks=args.ticks, seed=seed, hosts=args.hosts)
+        counts, text = soak(server, work, ticks=args.ticks, seed=seed, hosts=args.hosts,
+                            stop_after_s=args.max_minutes * 60 if args.max_minutes else None)
     print(text, flush=True)
+    (work / "summary.txt").write_text(text + "\n")
     return 1 if counts.violations else 0
 
 

@@ -51,14 +51,17 @@ def _line(counter: Counter[str], order: tuple[str, ...] = ()) -> str:
 
 
 def summary(counts: Counts, *, seed: int, hosts: list[str], wall_s: float, bound_s: float,
-            bound_note: str) -> str:
+            bound_note: str, planned: int | None = None) -> str:
     walls = sorted(counts.tick_walls) or [0.0]
     p = walls[min(len(walls) - 1, int(0.99 * len(walls)))]
     injected = sum(counts.api_injected.values())
     lines = [
         "== soak summary",
         f"seed {seed}; hosts: {', '.join(hosts)}",
-        f"ticks {counts.ticks}; wall time {wall_s:.0f} s ({wall_s / 60:.1f} min)",
+        f"ticks {counts.ticks}"
+        + (f" of {planned} planned (stopped at the time limit)"
+           if planned is not None and counts.ticks < planned else "")
+        + f"; wall time {wall_s:.0f} s ({wall_s / 60:.1f} min)",
         f"tick wall time: max {walls[-1]:.1f} s, p99 {p:.1f} s, median "
         f"{walls[len(walls) // 2]:.2f} s; bound {bound_s:.0f} s ({bound_note})",
         f"kills {sum(counts.kills.values())}: {_line(counts.kills)}",

@@ -23,6 +23,7 @@ from typing import Any
 from magicstick_host.domain.phase import TERMINAL_PHASES
 from magicstick_host.domain.state import State
 from tests.harness.world import report_node_eligibility
+from tests.kubeserver.harness import NAMESPACE
 from tests.soak.actions import choose, report_fresh
 from tests.soak.counts import Counts
 from tests.soak.host import SoakHost
@@ -140,7 +141,9 @@ class HostDriver:
             "allowExperimental": False, "experimentMode": False,
             "actorHash": f"{rng.getrandbits(256):064x}", "planId": "", **fields,
         }
-        cluster.create_hostoperation(host.request_name, spec)
+        if action.prepare is not None:
+            action.prepare(cluster, NAMESPACE, spec)
+        cluster.create_hostoperation(host.request_name, spec, namespace=NAMESPACE)
         self.ledger.asked[request_id] = action.name
 
     # -- one tick -----------------------------------------------------------------------------
@@ -230,7 +233,9 @@ class HostDriver:
 
 
 def run_soak(hosts: list[SoakHost], ticks: int, settings: SoakSettings, operator: Operator,
-             progress_every: int = 250) -> Counts:
+             progress_every: int = 250, stop_after_s: float | None = None) -> Counts:
+    """`ticks` in total over the hosts; with `stop_after_s`, no tick starts after that long (the
+    ticks running then finish and are checked), so a soak cut short still reports truly."""
     drivers = [HostDriver(h, settings, operator) for h in hosts]
     shares = [ticks // len(hosts) + (1 if i < ticks % len(hosts) else 0)
               for i in range(len(hosts))]
@@ -242,6 +247,8 @@ def run_soak(hosts: list[SoakHost], ticks: int, settings: SoakSettings, operator
     def loop(driver: HostDriver, share: int) -> None:
         try:
             for n in range(1, share + 1):
+                if stop_after_s is not None and time.monotonic() - started >= stop_after_s:
+                    return
                 driver.tick(n)
                 with lock:
                     done[0] += 1

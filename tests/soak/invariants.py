@@ -26,7 +26,7 @@ from typing import Any
 
 from magicstick_host.domain.phase import TERMINAL_PHASES
 from magicstick_host.domain.state import State
-from tests.soak.actions import BY_NAME
+from tests.soak.actions import BY_NAME, effect_steps
 
 Json = dict[str, Any]
 Finding = tuple[str, str]  # (rule, evidence)
@@ -42,17 +42,8 @@ KILLED = -9
 SIM_CRASH_EXIT = 1  # the simulator's SimulatedCrash escaped: the process "died" mid-playbook
 SIM_CRASH_FAULT = "apt-crash-halfway"
 
-# the step each kind of effect on the host is the effect of; None: not the worker's own effect
-EFFECT_STEPS: dict[str, str | None] = {
-    "shutdown": "schedule-shutdown",
-    "shutdown-failed": "schedule-shutdown",
-    "playbook:prepare.yml": "install-packages",
-    "playbook:memory.yml": "write-ttm-config",
-    "gpu-publish": "refresh-gpu-evidence",
-    "carveout-write": "write-carveout",  # seen by the observer in sysfs, not logged
-    "initramfs": None,  # run by the memory playbook, counted with it
-    "fault": None,  # a simulator fault the soak armed fired
-}
+# the step each kind of effect on the host is the effect of (the action table's `effects`)
+EFFECT_STEPS = effect_steps()
 
 
 @dataclass(frozen=True)

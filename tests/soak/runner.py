@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tests.kubeserver.fixtures import KubeCluster
 from tests.kubeserver.harness import KubeServer
+from tests.soak.actions import ACTIONS, check_coverage
 from tests.soak.counts import Counts, summary
 from tests.soak.driver import Operator, SoakSettings, run_soak
 from tests.soak.host import SoakHost
@@ -65,8 +66,12 @@ def _printer() -> Callable[[str], None]:
 
 
 def soak(server: KubeServer, work: Path, *, ticks: int, seed: int, hosts: int = 3,
-         log: Callable[[str], None] | None = None) -> tuple[Counts, str]:
+         log: Callable[[str], None] | None = None,
+         stop_after_s: float | None = None) -> tuple[Counts, str]:
     log = log or _printer()
+    uncovered = check_coverage()
+    if uncovered:  # a soak that leaves out a registered operation would overstate what it shows
+        raise SystemExit("tests/soak/actions.py: " + "; ".join(uncovered))
     cluster = KubeCluster(server)
     ca, cert, key = make_proxy_ca(work / "proxy-pki")
     worker_kubeconfig = _worker_kubeconfig(server)
@@ -90,14 +95,16 @@ def soak(server: KubeServer, work: Path, *, ticks: int, seed: int, hosts: int = 
                                        cluster, proxy, kubeconfig))
         log(f"[soak] seed {seed}, {ticks} ticks on {hosts} hosts "
             f"({', '.join(f'{h.key} {h.name}: {h.scenario}' for h in soak_hosts)}); "
-            f"tick bound {bound_s:.0f} s; work in {work}")
+            f"tick bound {bound_s:.0f} s; operations {', '.join(a.name for a in ACTIONS)}; "
+            f"work in {work}")
         started = time.monotonic()
-        counts = run_soak(soak_hosts, ticks, settings, Operator(cluster))
+        counts = run_soak(soak_hosts, ticks, settings, Operator(cluster),
+                          stop_after_s=stop_after_s)
         wall = time.monotonic() - started
     finally:
         for proxy in proxies:
             proxy.stop()
     names = [f"{h.key} {h.name} ({h.scenario})" for h in soak_hosts]
     text = summary(counts, seed=seed, hosts=names, wall_s=wall, bound_s=bound_s,
-                   bound_note=bound_note)
+                   bound_note=bound_note, planned=ticks)
     return counts, text
