@@ -12,7 +12,9 @@ steps from its `OperationKind`. The entry adds only the administrator's side and
 - `effects`: which lines of the simulator's effects log (sim/effects_log.py) its steps leave, each
   mapped to the step it is the effect of (None: part of another effect, not counted);
 - `prepare(cluster, namespace, spec)`: an optional hook run before the request is created, e.g.
-  the request Secret a configure-network request refers to.
+  the request Secret a configure-network request refers to;
+- `respond(host, operator, operation)`: an optional hook for what the cluster's other parts do
+  for an active request of it between ticks (prepare-gpu: the device plugin and the operator).
 
 Every registered operation must have an entry: `check_coverage` (run before every soak, and by
 tests/soak/test_actions.py) names the ones missing. Adding one, e.g. clear-model-cache:
@@ -33,6 +35,7 @@ from typing import Any
 
 from magicstick_host.domain.operations.kind import OperationKind
 from magicstick_host.domain.operations.registry import OPERATIONS
+from magicstick_host.domain.state import Operation
 from tests.harness.dashboard import (
     experiment_actionable,
     memory_selection_valid,
@@ -46,6 +49,8 @@ REPORT_FRESH_FUTURE = timedelta(seconds=30)
 
 
 Prepare = Callable[[Any, str, Json], None]  # (the test cluster, namespace, spec)
+# (the SoakHost, the driver's Operator, the host's active Operation)
+Respond = Callable[[Any, Any, Operation], None]
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,9 @@ class SoakAction:
     spec: Callable[[Json, random.Random], Json]
     effects: Mapping[str, str | None] = field(default_factory=dict)
     prepare: Prepare | None = None
+    # what the cluster's other parts do for an active request of it, on the ticks the plan lets
+    # them (`TickPlan.cluster_responds`), before the tick
+    respond: Respond | None = None
 
     @property
     def kind(self) -> OperationKind:
@@ -121,6 +129,14 @@ def _memory(report: Json, rng: random.Random) -> Json:
     }
 
 
+def _register_gpu(host: Any, operator: Any, op: Operation) -> None:
+    """prepare-gpu waits in Registering/Validating for the device plugin (allocatable on the
+    Node, once the kubelet reports the new boot) and the operator (Appliance `local`)."""
+    if op.phase in ("Registering", "Validating") and not host.kubelet_behind:
+        host.cluster.set_node_info(host.name, allocatable={"amd.com/gpu": "1"})
+        operator.register(host.node_uid, host.boot_id)
+
+
 SHUTDOWN_EFFECTS: Mapping[str, str | None] = {
     "shutdown": "schedule-shutdown", "shutdown-failed": "schedule-shutdown",
 }
@@ -131,7 +147,7 @@ ACTIONS: tuple[SoakAction, ...] = (
     SoakAction("prepare-gpu", 1.5, _prepare_offered, _prepare, {
         **SHUTDOWN_EFFECTS, "playbook:prepare.yml": "install-packages",
         "gpu-publish": "refresh-gpu-evidence",
-    }),
+    }, respond=_register_gpu),
     SoakAction("configure-gpu-memory", 1.5, _memory_offered, _memory, {
         **SHUTDOWN_EFFECTS, "playbook:memory.yml": "write-ttm-config",
         "initramfs": None,  # run by the memory playbook, counted with it

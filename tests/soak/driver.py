@@ -4,7 +4,8 @@ out a fault costs no CPU, so the hosts overlap their deadlines).
 
 Between two ticks, as `plan_tick` says: a scheduled shutdown happens a few ticks after it was
 seen; a stray boot (power loss, a watchdog) happens; the kubelet reports a boot now or a tick
-later; the device plugin and the operator register a GPU that registration waits for; a one-shot
+later; the cluster's other parts answer a request waiting on them (the action's `respond`: for
+prepare-gpu the device plugin and the operator register the GPU); a one-shot
 simulator fault is armed; the administrator asks for an offered action as the dashboard does
 (reading the report, replacing a finished request with a UID precondition).
 """
@@ -24,7 +25,7 @@ from magicstick_host.domain.phase import TERMINAL_PHASES
 from magicstick_host.domain.state import State
 from tests.harness.world import report_node_eligibility
 from tests.kubeserver.harness import NAMESPACE
-from tests.soak.actions import choose, report_fresh
+from tests.soak.actions import BY_NAME, choose, report_fresh
 from tests.soak.counts import Counts
 from tests.soak.host import SoakHost
 from tests.soak.invariants import HostLedger, Observation, Violation, check_tick
@@ -34,7 +35,6 @@ from tests.soak.schedule import TickPlan, plan_tick
 Json = dict[str, Any]
 REPORT_KEY = "appliance.magicstick.dev/host-management"
 APPLIANCES = "/apis/appliance.magicstick.dev/v1alpha1"
-REGISTRATION_PHASES = ("Registering", "Validating")
 
 
 class Operator:
@@ -103,10 +103,10 @@ class HostDriver:
         if plan.stray_boot:
             self._boot("stray", plan)
         op = self.state.operation if self.state else None
-        if op is not None and not op.terminal and op.phase in REGISTRATION_PHASES \
-                and plan.device_plugin and not self.host.kubelet_behind:
-            self.host.cluster.set_node_info(self.host.name, allocatable={"amd.com/gpu": "1"})
-            self.operator.register(self.host.node_uid, self.host.boot_id)
+        action = BY_NAME.get(op.action) if op is not None else None
+        if op is not None and not op.terminal and action is not None \
+                and action.respond is not None and plan.cluster_responds:
+            action.respond(self.host, self.operator, op)
         if plan.host_fault is not None and self.host.arm_host_fault(plan.host_fault):
             self.counts.host_faults[plan.host_fault] += 1
         if plan.ask:

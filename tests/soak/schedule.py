@@ -38,7 +38,8 @@ HOST_FAULTS = ("apt-fails", "package-unavailable", "apt-crash-halfway",
 # again and again over a long soak, and the Node comes back with a new UID)
 REIMAGE_RATE = 0.004
 ASK_RATE = 0.35  # the administrator asks for something when the host is free
-DEVICE_PLUGIN_RATE = 0.6  # the device plugin / operator registers a waiting GPU this tick
+# the cluster's other parts (a device plugin, the operator) answer a request waiting on them
+RESPOND_RATE = 0.6
 SHUTDOWN_DELAY_TICKS = (1, 2, 3)  # a scheduled shutdown happens this many ticks after it is seen
 
 
@@ -59,7 +60,7 @@ class TickPlan:
     host_fault: str | None
     reimage: bool
     ask: bool
-    device_plugin: bool
+    cluster_responds: bool
     shutdown_delay_ticks: int
     rng_seed: int  # for the choices made during the tick (request specs)
 
@@ -102,7 +103,7 @@ def plan_tick(seed: int, host: str, n: int, typical_tick_s: float = 1.2) -> Tick
         host_fault=rng.choice(HOST_FAULTS) if rng.random() < HOST_FAULT_RATE else None,
         reimage=rng.random() < REIMAGE_RATE,
         ask=rng.random() < ASK_RATE,
-        device_plugin=rng.random() < DEVICE_PLUGIN_RATE,
+        cluster_responds=rng.random() < RESPOND_RATE,
         shutdown_delay_ticks=rng.choice(SHUTDOWN_DELAY_TICKS),
         rng_seed=rng.getrandbits(32),
     )
