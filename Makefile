@@ -4,8 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= $(CURDIR)/.demo
+# make soak: ticks in total, the seed of every fault choice (empty: a new one, printed), hosts
+TICKS ?= 10000
+SEED ?=
+SOAK_HOSTS ?= 3
+# start no tick after this many minutes (empty: run all TICKS); the summary says how many ran
+SOAK_MINUTES ?=
 
-.PHONY: help install test test-tools test-archive check lint typecheck demo apiserver apiserver-build bench clean
+.PHONY: help install test test-tools test-archive check lint typecheck demo apiserver apiserver-build bench soak clean
 
 help:
 	@echo "make demo       set up, then run the demo against a simulated Strix Halo host"
@@ -13,6 +19,7 @@ help:
 	@echo "make check      ruff, mypy --strict and the tests"
 	@echo "make apiserver DIR=<dir>   run the real test kube-apiserver in the foreground"
 	@echo "make bench      benchmarks (inspect, tick)"
+	@echo "make soak [TICKS=10000] [SEED=S]   the fault soak: real CLI, fault proxy, kills, boots"
 
 install: $(STAMP)
 
@@ -77,6 +84,10 @@ demo: $(STAMP) apiserver-build
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench
+
+soak: $(STAMP) apiserver-build
+	$(BIN)/python -m tests.soak --ticks $(TICKS) --hosts $(SOAK_HOSTS) $(if $(SEED),--seed $(SEED)) \
+		$(if $(SOAK_MINUTES),--max-minutes $(SOAK_MINUTES))
 
 clean:
 	rm -rf $(VENV) $(ARCHIVE_VENV) .demo .pytest_cache .mypy_cache .ruff_cache

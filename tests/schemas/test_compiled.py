@@ -168,6 +168,19 @@ def test_a_str_enum_member_is_its_string() -> None:
     assert list(compile_schema({"enum": ["Accepted"]})(Phase.ACCEPTED, ())) == []
 
 
+def test_a_str_subclass_is_the_string_it_spells() -> None:
+    # State.to_json carries Phase (a StrEnum); jsonschema compares it as the string it is. The
+    # fault soak found every save of a new operation refused (exit 70) before this held.
+    from magicstick_host.domain.phase import Phase
+    from magicstick_host.domain.state import State
+    from tests.harness.factories import operation
+
+    assert json_equal(Phase.ACCEPTED, "Accepted") and json_equal("Accepted", Phase.ACCEPTED)
+    assert not json_equal(Phase.ACCEPTED, "Failed")
+    doc = State(operation=operation("reboot", Phase.ACCEPTED, boot_id="b")).to_json()
+    assert compiled_paths("state", doc) == reference_paths("state", doc) == set()
+
+
 # -- every keyword, differentially: random small schemas and instances against jsonschema --------
 
 SCALARS = st.none() | st.booleans() | st.integers(-5, 40) | st.sampled_from(
