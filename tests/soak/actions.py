@@ -277,7 +277,8 @@ ACTIONS: tuple[SoakAction, ...] = (
     # may not delete ("cache-entry-removed-not-clearable") maps to no step: a violation
     SoakAction("clear-model-cache", 1.0, _model_cache_offered, _model_cache_spec,
                {"cache-entry-removed": "delete-cache-entry"}),
-    SoakAction("configure-network", 1.0, _network_offered, _network_spec, NETWORK_EFFECTS,
+    # weighted up: only the network host offers it, and its trial is the longest path
+    SoakAction("configure-network", 3.0, _network_offered, _network_spec, NETWORK_EFFECTS,
                prepare=_request_secret, respond=_confirm),
     SoakAction("scan-wifi", 1.0, _scan_offered, _scan_spec, {"wifi-scan": "scan-wifi"},
                prepare=_request_secret),
