@@ -17,22 +17,34 @@ steps from its `OperationKind`. The entry adds only the administrator's side and
   for an active request of it between ticks (prepare-gpu: the device plugin and the operator).
 
 Every registered operation must have an entry: `check_coverage` (run before every soak, and by
-tests/soak/test_actions.py) names the ones missing. Adding one, e.g. clear-model-cache:
-    SoakAction("clear-model-cache", 1.0, listed("clear-model-cache"), _model_cache_spec,
-               effects={"remove-model-cache": "clear-model-cache"})
-with `_model_cache_spec` returning `{"planId": report["modelCache"]["id"]}`; scan-wifi and
-configure-network the same way, with the network `id` as planId and a `prepare` hook that
-creates the request Secret their `networkRef` names.
+tests/soak/test_actions.py) names the ones missing. An effect that more than one step runs
+(netplan apply: the trial's apply and its restore) maps to the tuple of those steps, and is
+counted by its kind against the intents of all of them.
+
+clear-model-cache, configure-network and scan-wifi need hosts that have model caches and a
+network (tests/soak/runner.py picks such scenarios). The network requests' settings travel in a
+request Secret: their `spec` returns them under `SETTINGS_KEY`, which `prepare` takes out of the
+spec and puts into the Secret that the spec's `networkRef` then names (as the dashboard does;
+tests/network/world.py).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from magicstick_host.domain.network_operation import CONFIRMATION_ANNOTATION
+from magicstick_host.domain.network_request import (
+    NODE_LABEL,
+    REQUEST_ID_LABEL,
+    SECRET_NAMESPACE,
+    SECRET_TYPE,
+)
 from magicstick_host.domain.operations.kind import OperationKind
 from magicstick_host.domain.operations.registry import OPERATIONS
 from magicstick_host.domain.state import Operation
@@ -48,6 +60,15 @@ REPORT_FRESH_PAST = timedelta(seconds=180)
 REPORT_FRESH_FUTURE = timedelta(seconds=30)
 
 
+# None: part of another effect, not counted; a tuple: run by any of these steps
+EffectStep = str | tuple[str, ...] | None
+# the network settings a network request's `spec` hands to its `prepare` (never sent as spec)
+SETTINGS_KEY = "_soakNetworkSettings"
+# of the configure-network trials, the share the dashboard confirms (the rest roll back at the
+# deadline, by the rollback timer): by the first byte of the requestId
+CONFIRMED_SHARE = 224 / 256
+
+
 Prepare = Callable[[Any, str, Json], None]  # (the test cluster, namespace, spec)
 # (the SoakHost, the driver's Operator, the host's active Operation)
 Respond = Callable[[Any, Any, Operation], None]
@@ -59,7 +80,7 @@ class SoakAction:
     weight: float
     offered: Callable[[Json], bool]
     spec: Callable[[Json, random.Random], Json]
-    effects: Mapping[str, str | None] = field(default_factory=dict)
+    effects: Mapping[str, EffectStep] = field(default_factory=dict)
     prepare: Prepare | None = None
     # what the cluster's other parts do for an active request of it, on the ticks the plan lets
     # them (`TickPlan.cluster_responds`), before the tick
@@ -137,7 +158,105 @@ def _register_gpu(host: Any, operator: Any, op: Operation) -> None:
         operator.register(host.node_uid, host.boot_id)
 
 
-SHUTDOWN_EFFECTS: Mapping[str, str | None] = {
+def _model_cache_offered(report: Json) -> bool:
+    section = report.get("modelCache")
+    return listed("clear-model-cache")(report) and isinstance(section, dict) and bool(
+        section.get("supported")) and not section.get("blocked") and bool(section.get("id"))
+
+
+def _model_cache_spec(report: Json, rng: random.Random) -> Json:
+    return {"planId": report["modelCache"]["id"]}
+
+
+def _network(report: Json) -> Json:
+    section = report.get("network")
+    return section if isinstance(section, dict) and section.get("supported") is True else {}
+
+
+def _wifi_interfaces(report: Json) -> list[Json]:
+    return [i for i in _network(report).get("interfaces") or []
+            if i.get("kind") == "wifi" and i.get("scanSupported") is True]
+
+
+def _scan_offered(report: Json) -> bool:
+    return listed("scan-wifi")(report) and bool(_wifi_interfaces(report))
+
+
+def _scan_spec(report: Json, rng: random.Random) -> Json:
+    interface = rng.choice(_wifi_interfaces(report))["name"]
+    return {"planId": _network(report)["id"], SETTINGS_KEY: {"interface": interface}}
+
+
+def _static_keeping(interface: Json) -> Json | None:
+    """Settings that keep the host reachable: the interface static on the address it has now
+    (its cluster address, when it carries it), with its gateway, DNS and metric."""
+    address = interface.get("configuredAddress") or next(
+        (a for a in interface.get("addresses") or [] if "." in a), None)
+    gateway = interface.get("configuredGateway") or interface.get("gateway")
+    if not address or "/" not in address or not gateway:
+        return None
+    return {"interface": interface["name"], "mode": "static", "address": address,
+            "gateway": gateway, "dns": list(interface.get("dns") or [gateway])[:3],
+            "metric": interface.get("metric") if isinstance(interface.get("metric"), int)
+            else 100}
+
+
+def _network_changes(report: Json) -> list[Json]:
+    return [settings for i in _network(report).get("interfaces") or []
+            if i.get("kind") == "ethernet" and i.get("editable") is True
+            and (settings := _static_keeping(i)) is not None]
+
+
+def _network_offered(report: Json) -> bool:
+    return listed("configure-network")(report) and bool(_network_changes(report))
+
+
+def _network_spec(report: Json, rng: random.Random) -> Json:
+    return {"planId": _network(report)["id"],
+            SETTINGS_KEY: rng.choice(_network_changes(report))}
+
+
+def _request_secret(cluster: Any, namespace: str, spec: Json) -> None:
+    """The dashboard's request Secret (immutable, typed, labelled for the request and the
+    node), then the `networkRef` that names it."""
+    settings = spec.pop(SETTINGS_KEY)
+    request_id = spec["requestId"]
+    body = {
+        "apiVersion": "v1", "kind": "Secret", "immutable": True, "type": SECRET_TYPE,
+        "metadata": {"name": f"host-network-{request_id}", "namespace": SECRET_NAMESPACE,
+                     "labels": {REQUEST_ID_LABEL: request_id, NODE_LABEL: spec["nodeUid"]}},
+        "data": {"settings.json": base64.b64encode(json.dumps(settings).encode()).decode()},
+    }
+    code, out = cluster.request("POST", f"/api/v1/namespaces/{SECRET_NAMESPACE}/secrets", body,
+                                user="dashboard")
+    if code != 201 or not isinstance(out, dict):
+        raise AssertionError(f"creating the request Secret: HTTP {code}: {out!r:.300}")
+    spec["networkRef"] = {"name": out["metadata"]["name"], "uid": out["metadata"]["uid"]}
+
+
+def _confirm(host: Any, operator: Any, op: Operation) -> None:
+    """The administrator confirms a trial that kept the host reachable (most of them)."""
+    if op.phase != "AwaitingConfirmation" or int(op.request_id[:2], 16) >= CONFIRMED_SHARE * 256:
+        return
+    code, out = host.cluster.request(
+        "PATCH", host.cluster.hostoperations_path(host.request_name),
+        {"metadata": {"annotations": {CONFIRMATION_ANNOTATION: op.request_id}}},
+        user="dashboard", content_type="application/merge-patch+json")
+    if code not in (200, 404):
+        raise AssertionError(f"confirming {op.request_id}: HTTP {code}: {out!r:.300}")
+
+
+# the network trial's steps (network/trial_steps.py): write generates; apply stops a stale
+# timer, arms the rollback timer and applies; keep stops the timer; restore generates, applies
+# and stops the timer
+NETWORK_EFFECTS: Mapping[str, EffectStep] = {
+    "netplan-generate": ("write-network-config", "restore-network-config"),
+    "timer-armed": "apply-network-config",
+    "netplan-apply": ("apply-network-config", "restore-network-config"),
+    "timer-stopped": ("apply-network-config", "keep-network-config", "restore-network-config"),
+}
+
+SHUTDOWN_EFFECTS: Mapping[str, EffectStep] = {
     "shutdown": "schedule-shutdown", "shutdown-failed": "schedule-shutdown",
 }
 
@@ -154,10 +273,19 @@ ACTIONS: tuple[SoakAction, ...] = (
         # seen by the observer in sysfs (tests/soak/observe.py), not in the effects log
         "carveout-write": "write-carveout",
     }),
+    # seen by the observer in the cache roots (tests/soak/observe.py); an entry the cleanup
+    # may not delete ("cache-entry-removed-not-clearable") maps to no step: a violation
+    SoakAction("clear-model-cache", 1.0, _model_cache_offered, _model_cache_spec,
+               {"cache-entry-removed": "delete-cache-entry"}),
+    # weighted up: only the network host offers it, and its trial is the longest path
+    SoakAction("configure-network", 3.0, _network_offered, _network_spec, NETWORK_EFFECTS,
+               prepare=_request_secret, respond=_confirm),
+    SoakAction("scan-wifi", 1.0, _scan_offered, _scan_spec, {"wifi-scan": "scan-wifi"},
+               prepare=_request_secret),
 )
 BY_NAME = {a.name: a for a in ACTIONS}
 # not the worker's: a one-shot simulator fault the soak armed fired
-FOREIGN_EFFECTS: Mapping[str, str | None] = {"fault": None}
+FOREIGN_EFFECTS: Mapping[str, EffectStep] = {"fault": None}
 
 
 def check_coverage(actions: tuple[SoakAction, ...] = ACTIONS) -> list[str]:
@@ -171,14 +299,15 @@ def check_coverage(actions: tuple[SoakAction, ...] = ACTIONS) -> list[str]:
     for action in actions:
         if action.name in OPERATIONS:
             problems += [f"{action.name}: effect {effect!r} maps to {step!r}, not a step of it"
-                         for effect, step in action.effects.items()
-                         if step is not None and step not in action.steps]
+                         for effect, steps in action.effects.items()
+                         for step in ((steps,) if isinstance(steps, str) else steps or ())
+                         if step not in action.steps]
     return problems
 
 
-def effect_steps(actions: tuple[SoakAction, ...] = ACTIONS) -> dict[str, str | None]:
-    """Each kind of effect on the host -> the step it is the effect of (over all actions)."""
-    out: dict[str, str | None] = dict(FOREIGN_EFFECTS)
+def effect_steps(actions: tuple[SoakAction, ...] = ACTIONS) -> dict[str, EffectStep]:
+    """Each kind of effect on the host -> the step(s) it is the effect of (over all actions)."""
+    out: dict[str, EffectStep] = dict(FOREIGN_EFFECTS)
     for action in actions:
         for effect, step in action.effects.items():
             if out.setdefault(effect, step) != step:

@@ -22,6 +22,9 @@ class Counts:
     requests: dict[str, Counter[str]] = field(default_factory=dict)  # action -> final phase
     blocks: Counter[str] = field(default_factory=Counter)
     recoveries: int = 0
+    # systemd's network units (tests/soak/host.py): runs, and the effects they had
+    systemd_units: Counter[str] = field(default_factory=Counter)
+    systemd_effects: Counter[str] = field(default_factory=Counter)
     reimages: int = 0
     reports_not_fresh: int = 0
     violations: list[Violation] = field(default_factory=list)
@@ -33,7 +36,9 @@ class Counts:
                              (self.api_armed, other.api_armed),
                              (self.api_injected, other.api_injected),
                              (self.api_requests_hit, other.api_requests_hit),
-                             (self.host_faults, other.host_faults), (self.blocks, other.blocks)):
+                             (self.host_faults, other.host_faults), (self.blocks, other.blocks),
+                             (self.systemd_units, other.systemd_units),
+                             (self.systemd_effects, other.systemd_effects)):
             mine.update(theirs)
         self.exit_codes.update(other.exit_codes)
         for action, phases in other.requests.items():
@@ -75,6 +80,8 @@ def summary(counts: Counts, *, seed: int, hosts: list[str], wall_s: float, bound
         f"tick exit codes: {', '.join(f'{k} x{v}' for k, v in sorted(counts.exit_codes.items()))}",
         f"blocks seen: {_line(counts.blocks)}; recoveries {counts.recoveries}; "
         f"asks skipped on a stale report {counts.reports_not_fresh}",
+        f"systemd network units run: {_line(counts.systemd_units)}; their effects: "
+        f"{_line(counts.systemd_effects)}",
         "requests per action (final phase):",
     ]
     for action in sorted(counts.requests):

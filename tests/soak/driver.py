@@ -29,7 +29,14 @@ from tests.soak.actions import BY_NAME, choose, report_fresh
 from tests.soak.counts import Counts
 from tests.soak.host import SoakHost
 from tests.soak.invariants import HostLedger, Observation, Violation, check_tick
-from tests.soak.observe import carveout_selections, carveout_writes, read_journal, read_state
+from tests.soak.observe import (
+    cache_entries,
+    cache_removals,
+    carveout_selections,
+    carveout_writes,
+    read_journal,
+    read_state,
+)
 from tests.soak.schedule import TickPlan, plan_tick
 
 Json = dict[str, Any]
@@ -82,6 +89,14 @@ class HostDriver:
         self.host.boot(kubelet_lag=plan.kubelet_lag)
         self.counts.boots[why] += 1
         self.shutdown_countdown = None
+        if self.host.network:
+            self.counts.systemd_units["network-recovery"] += 1
+        self._systemd_effects()
+
+    def _systemd_effects(self) -> None:
+        for effect in self.host.systemd_effects:
+            self.counts.systemd_effects[f"{effect['unit']}: {effect.get('effect')}"] += 1
+        self.host.systemd_effects.clear()
 
     def _reimage(self) -> None:
         self.final_phases()  # of the requests of this installation
@@ -102,6 +117,9 @@ class HostDriver:
                 self._boot("requested", plan)
         if plan.stray_boot:
             self._boot("stray", plan)
+        if self.host.fire_rollback_timer():
+            self.counts.systemd_units["network-rollback"] += 1
+            self._systemd_effects()
         op = self.state.operation if self.state else None
         action = BY_NAME.get(op.action) if op is not None else None
         if op is not None and not op.terminal and action is not None \
@@ -153,7 +171,7 @@ class HostDriver:
         rng = random.Random(plan.rng_seed)
         self._between(plan, rng)
         host = self.host
-        carve_before = carveout_selections(host.root)
+        carve_before, cache_before = carveout_selections(host.root), cache_entries(host.root)
         shutdown_before = host.shutdown_scheduled()
         host.proxy.arm(plan.api)
         run = host.run_tick(plan.kill, self.s.hard_limit_s)
@@ -161,7 +179,8 @@ class HostDriver:
         self._count_tick(plan, run, fired)
         shutdown_after = host.shutdown_scheduled()
         effects = host.effects.new() + carveout_writes(
-            carve_before, carveout_selections(host.root), host.boot_id)
+            carve_before, carveout_selections(host.root), host.boot_id) + cache_removals(
+            cache_before, cache_entries(host.root), host.boot_id)
         self.state, state_error = read_state(host.state_dir)
         code, hostop = host.cluster.request(
             "GET", host.cluster.hostoperations_path(host.request_name))

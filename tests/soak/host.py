@@ -4,6 +4,12 @@ The tick and `status --json` run as subprocesses of the installed `magicstick-ho
 the systemd unit runs them (with `--executor sim` on the simulated root). A tick may be
 SIGKILLed at a moment `tests/soak/kills.py` picks; and it is always killed at the hard limit,
 which is itself a violation.
+
+A host with a network (sim/network_scenarios.py) has systemd's part played here, as the
+installed units would: a boot runs `network-recovery` before the network starts, and the
+trial's rollback timer starts `network-rollback` once its deadline has passed. What those two
+do to the host is the product's way back from a trial, not a step of a request: their lines of
+the effects log are counted apart (`systemd_effects`), never as a tick's effects.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from magicstick_host.ports.kube import hostoperation_name
+from magicstick_host.ports.network_store import NetworkStore
 from magicstick_host.sim.boot import boot_host
+from magicstick_host.sim.network import boot_network, start_network
 from magicstick_host.sim.writer import create_host, load_host, write_host
 from tests.soak.invariants import KILLED, TickRun
 from tests.soak.kills import KillWatch
@@ -31,6 +39,10 @@ EXE = str(Path(sys.executable).parent / "magicstick-host")
 # captured at import: the test suite's subprocess guard patches subprocess.Popen per test
 _POPEN = subprocess.Popen
 STATUS_TIMEOUT_S = 30.0
+SYSTEMD_UNIT_TIMEOUT_S = 120.0
+ROLLBACK_UNIT = "magicstick-host-network-rollback"  # effects/network.py
+# the Node's InternalIP of a network scenario: its cluster address (sim/network_scenarios.py)
+CLUSTER_ADDRESSES = {"network-ethernet-dhcp": "192.168.1.50"}
 Json = dict[str, Any]
 
 
@@ -53,9 +65,18 @@ class SoakHost:
         node = self.cluster.create_node(self.name, boot_id=host.boot_id,
                                         kernel=host.kernel.release)
         self.node_uid: str = node["metadata"]["uid"]
+        address = CLUSTER_ADDRESSES.get(self.scenario)
+        if address is not None:
+            code, body = self.cluster.request(
+                "PATCH", f"/api/v1/nodes/{self.name}/status",
+                {"status": {"addresses": [{"type": "InternalIP", "address": address}]}},
+                content_type="application/merge-patch+json")
+            if code != 200:
+                raise AssertionError(f"Node {self.name} address: HTTP {code}: {body!r:.300}")
         self.request_name = hostoperation_name(self.node_uid)
         self.effects = EffectsTail(self.root)
         self.kubelet_behind = False
+        self.systemd_effects: list[Json] = []  # of network-recovery / network-rollback
 
     def reimage(self) -> None:
         """The administrator reinstalls the machine: everything local is new, and the Node is
@@ -78,10 +99,51 @@ class SoakHost:
     def boot(self, *, kubelet_lag: bool) -> str:
         """The host starts again; the kubelet reports it now, or a tick later."""
         new = boot_host(self.root)
+        if self.network:
+            self._network_boot()
         self.kubelet_behind = True
         if not kubelet_lag:
             self.kubelet_catch_up()
         return new
+
+    @property
+    def network(self) -> bool:
+        return load_host(self.root).network is not None
+
+    def _network_boot(self) -> None:
+        """systemd's netplan generator, then the boot recovery, then the network starts."""
+        host = load_host(self.root)
+        boot_network(host)
+        write_host(host, self.root)
+        self._systemd_unit("network-recovery")
+        host = load_host(self.root)
+        start_network(host)
+        write_host(host, self.root)
+
+    def fire_rollback_timer(self) -> bool:
+        """The trial's transient timer elapses once its deadline (this boot's) has passed:
+        systemd unloads it and starts the rollback service."""
+        host = load_host(self.root)
+        if host.network is None or ROLLBACK_UNIT not in host.network.timers:
+            return False
+        trial = NetworkStore(self.state_dir).load_trial()
+        deadline = trial.deadline if trial is not None else None
+        if deadline is not None and (deadline.boot_id != host.boot_id or
+                                     time.clock_gettime(time.CLOCK_BOOTTIME) < deadline.boottime):
+            return False
+        host.network.timers.pop(ROLLBACK_UNIT)
+        write_host(host, self.root)
+        self._systemd_unit("network-rollback")
+        return True
+
+    def _systemd_unit(self, command: str) -> None:
+        argv = [EXE, command, "--root", str(self.root), "--executor", "sim", "--state-dir",
+                str(self.state_dir)]
+        proc = subprocess.run(argv, capture_output=True, timeout=SYSTEMD_UNIT_TIMEOUT_S,
+                              check=False, stdin=subprocess.DEVNULL, text=True)
+        for effect in self.effects.new():
+            self.systemd_effects.append({**effect, "unit": command, "exit": proc.returncode,
+                                         "output": (proc.stdout + proc.stderr)[-300:]})
 
     def kubelet_catch_up(self) -> None:
         if not self.kubelet_behind:

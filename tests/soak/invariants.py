@@ -169,6 +169,10 @@ def _effects(ledger: HostLedger, obs: Observation) -> list[Finding]:
         step = EFFECT_STEPS[key]
         if step is None:
             continue
+        # an effect several steps run (netplan apply: the trial's apply and its restore) is
+        # counted by its kind against the intents of all of them
+        steps = (step,) if isinstance(step, str) else step
+        counted = step if isinstance(step, str) else key
         if op is None:
             out.append((unexplained, f"{key} {effect} (no operation)"))
             continue
@@ -178,18 +182,18 @@ def _effects(ledger: HostLedger, obs: Observation) -> list[Finding]:
             out.append((unexplained, f"{key} for {rid}, never asked for"))
         if processed.get(op.request_uid) == "Rejected":
             out.append(("effect of a rejected request", f"{key} for {rid}"))
-        if action is None or step not in action.steps:
+        if action is None or not set(steps) <= action.steps:
             out.append(("effect foreign to the action", f"{key} during {op.action} {rid}"))
-        intents = [s for s in op.steps if s.name == step]
+        intents = [s for s in op.steps if s.name in steps]
         if not any(s.boot_id == effect.get("bootId") for s in intents):
             out.append(("effect without a saved intent of this boot",
                         f"{key} boot {effect.get('bootId')} for {rid}; intents of boots "
                         f"{[s.boot_id for s in intents]}"))
         used = ledger.effects_by_step.setdefault(rid, Counter())
-        used[step] += 1
-        if used[step] > len(intents):
-            out.append(("step replayed",
-                        f"{step} ran {used[step]} times for {rid}, {len(intents)} intents"))
+        used[counted] += 1
+        if used[counted] > len(intents):
+            out.append(("step replayed", f"{counted} ran {used[counted]} times for {rid}, "
+                        f"{len(intents)} intents of {'/'.join(steps)}"))
         if key == "shutdown":
             ledger.restarts[rid] += 1
     if obs.shutdown_appeared and op is not None and not any(

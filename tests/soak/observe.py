@@ -4,16 +4,19 @@ which move or rewrite files; these only read.
 - the local state (`state.json`, schema-checked, as the worker would accept it);
 - the journal (every intact line; torn or garbled lines are skipped, as the worker skips them);
 - the simulator's effects log, incrementally (only whole lines);
-- the firmware carve-out selections in sysfs, whose writes the effects log does not record.
+- the firmware carve-out selections in sysfs, whose writes the effects log does not record;
+- the top-level entries of the model-cache roots, whose deletions it does not record either.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from magicstick_host import schemas
+from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS
 from magicstick_host.domain.state import State
 from magicstick_host.domain.state_codec import state_from_json
 from magicstick_host.sim.effects_log import EFFECTS_LOG
@@ -117,4 +120,31 @@ def carveout_writes(before: dict[str, str], after: dict[str, str], boot_id: str)
          "bootId": boot_id}
         for path, value in after.items()
         if before.get(path) != value and (before.get(path) or "").strip().isdigit()
+    ]
+
+
+def cache_entries(root: Path) -> dict[str, bool]:
+    """Each top-level entry of the host's model-cache roots -> whether the cleanup may delete
+    it (domain/model_cache_inventory.py); a root that is a symlink is not looked into."""
+    out = {}
+    for spec in CACHE_ROOTS:
+        directory = root / spec.path.lstrip("/")
+        if directory.is_symlink() or not directory.is_dir():
+            continue
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        out.update({f"{spec.path}/{name}": spec.clearable(name) for name in names})
+    return out
+
+
+def cache_removals(before: dict[str, bool], after: dict[str, bool], boot_id: str) -> list[Json]:
+    """The cache entries gone after a tick, as effects: the simulator's effects log does not
+    see the worker's own unlinks. An entry the cleanup may not delete is its own kind of
+    effect, which no step explains."""
+    return [
+        {"effect": "cache-entry-removed" if clearable else "cache-entry-removed-not-clearable",
+         "path": path, "bootId": boot_id}
+        for path, clearable in sorted(before.items()) if path not in after
     ]

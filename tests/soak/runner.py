@@ -20,12 +20,16 @@ from tests.soak.host import SoakHost
 from tests.soak.pki import make_proxy_ca, proxied_kubeconfig, upstream_of
 from tests.soak.proxy import FaultProxy
 
-# an old kernel to prepare (26.04 and 24.04), a ready host (memory, power), a mixed NVIDIA host
+# an old kernel to prepare (26.04), a ready host with model caches (memory, power,
+# clear-model-cache), a ready host with a network (configure-network, scan-wifi); with more
+# hosts: a mixed NVIDIA host, an old kernel on 24.04, a plain ready host
 SCENARIOS = (
     "strix-halo-ubuntu-26.04-old-kernel",
-    "strix-halo-ubuntu-26.04-ready",
+    "strix-halo-ubuntu-26.04-model-cache",
+    "network-ethernet-dhcp",
     "strix-halo-nvidia-ubuntu-26.04-ready",
     "strix-halo-ubuntu-24.04-hwe-6.17",
+    "strix-halo-ubuntu-26.04-ready",
 )
 # process start and the local work of a tick on a loaded two-core machine
 BOUND_MARGIN_S = 15.0

@@ -28,8 +28,9 @@ def test_a_missing_a_foreign_and_a_doubled_entry_are_named() -> None:
     missing = tuple(a for a in ACTIONS if a.name != "poweroff")
     assert check_coverage(missing) == [
         "poweroff: registered, but tests/soak/actions.py has no entry for it"]
-    foreign = (*ACTIONS, replace(reboot, name="scan-wifi"))
-    assert check_coverage(foreign) == ["scan-wifi: an entry, but the registry does not run it"]
+    foreign = (*ACTIONS, replace(reboot, name="configure-updates"))
+    assert check_coverage(foreign) == [
+        "configure-updates: an entry, but the registry does not run it"]
     assert check_coverage((*ACTIONS, reboot)) == ["reboot: more than one entry"]
 
 

@@ -225,3 +225,30 @@ def test_a_rejection_missing_from_the_journal_is_reported() -> None:
     assert rules(check_tick(ledger(), obs(1, rejected))) == ["journal incomplete"]
     journal = [entry("Rejected", event="rejected")]
     assert check_tick(ledger(), obs(1, rejected, journal=journal)) == []
+
+
+def apply_effect(effect: str = "netplan-apply") -> dict[str, Any]:
+    return {"effect": effect, "argv": ["netplan", "apply"], "bootId": BOOT}
+
+
+def test_an_effect_of_several_steps_counts_against_the_intents_of_all_of_them() -> None:
+    # netplan apply: once by the trial's apply, once by its restore; a third is a replay
+    steps = (intent("apply-network-config"), intent("restore-network-config"))
+    state = State(operation=op("configure-network", "AwaitingConfirmation", *steps))
+    book = ledger("configure-network")
+    assert check_tick(book, obs(1, state, [apply_effect(), apply_effect()])) == []
+    assert rules(check_tick(book, obs(2, state, [apply_effect()]))) == ["step replayed"]
+
+
+def test_an_effect_of_several_steps_needs_an_intent_of_one_of_them() -> None:
+    state = State(operation=op("configure-network", "Applying",
+                               intent("write-network-config")))
+    found = rules(check_tick(ledger("configure-network"), obs(1, state, [apply_effect()])))
+    assert found == ["effect without a saved intent of this boot", "step replayed"]
+
+
+def test_a_removed_cache_entry_the_cleanup_may_not_delete_is_no_step_s_effect() -> None:
+    state = State(operation=op("clear-model-cache", "Applying", intent("delete-cache-entry")))
+    token = {"effect": "cache-entry-removed-not-clearable", "path": "/x/token", "bootId": BOOT}
+    found = rules(check_tick(ledger("clear-model-cache"), obs(1, state, [token])))
+    assert found == ["unknown effect on the host"]

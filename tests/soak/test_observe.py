@@ -1,10 +1,14 @@
-"""The observer's reading of carve-out selections: a changed index is a worker effect; the
-simulator re-rendering a file that a killed write left empty is not."""
+"""The observer's reading of carve-out selections (a changed index is a worker effect; the
+simulator re-rendering a file that a killed write left empty is not) and of the model-cache
+roots (a removed entry is an effect, of its own kind when the cleanup may not delete it)."""
 
 from __future__ import annotations
 
-from tests.soak.observe import carveout_writes
+from pathlib import Path
 
+from tests.soak.observe import cache_entries, cache_removals, carveout_writes
+
+HF = "root/.cache/huggingface/hub"
 PATH = "sys/devices/pci0000:00/0000:c5:00.0/uma/carveout"
 
 
@@ -17,3 +21,19 @@ def test_a_torn_write_is_an_effect_and_its_re_render_is_not() -> None:
     torn = carveout_writes({PATH: "0"}, {PATH: ""}, "b")
     assert [(e["from"], e["to"], e["bootId"]) for e in torn] == [("0", "", "b")]
     assert carveout_writes({PATH: ""}, {PATH: "0"}, "b") == []
+
+
+def test_removed_cache_entries_are_effects_by_whether_the_cleanup_may_delete_them(
+    tmp_path: Path,
+) -> None:
+    hub = tmp_path / "root/.cache/huggingface/hub"
+    for name in ("models--Qwen--Qwen3-8B", "token"):
+        (hub / name).mkdir(parents=True)
+    before = cache_entries(tmp_path)
+    assert before == {f"/{HF}/models--Qwen--Qwen3-8B": True, f"/{HF}/token": False}
+    (hub / "models--Qwen--Qwen3-8B").rmdir()
+    (hub / "token").rmdir()
+    gone = cache_removals(before, cache_entries(tmp_path), "b")
+    assert [e["effect"] for e in gone] == ["cache-entry-removed",
+                                           "cache-entry-removed-not-clearable"]
+    assert cache_removals(before, before, "b") == []
