@@ -21,7 +21,6 @@ from magicstick_host.ports.runner import NOT_FOUND, CommandResult, CommandRunner
 from magicstick_host.profile_store import default_profiles_dir, load_profiles
 
 if TYPE_CHECKING:
-    from magicstick_host.network.rollback import RollbackDeps
     from magicstick_host.ports.kube import KubePort
     from magicstick_host.ports.state_store import StateStore
     from magicstick_host.tick import CrashHook, TickDeps
@@ -107,6 +106,12 @@ def gather(
         profile_package_names(profiles),
         netplan_memo,
     )
+
+
+def gpu_health(root: str) -> Evidence:
+    from magicstick_host.collect import collect_gpu_health
+
+    return collect_gpu_health(RootedHostFS(root), query_runner(root))
 
 
 def inspect_host(
@@ -211,6 +216,21 @@ def tick_deps(
     )
 
 
+def executor_runner(root: str, executor: str) -> CommandRunner:
+    """real: this machine's commands (only for --root /); sim: the simulator on a simulated root."""
+    from magicstick_host.errors import BadInputError
+
+    if executor == "real":
+        if os.path.realpath(root) != "/":
+            raise BadInputError("--executor real acts on this machine, so it needs --root /; "
+                                "use --executor sim for a simulated host")
+        return RealRunner()
+    if not is_sim_root(root):
+        raise BadInputError(f"--executor sim needs a simulated host root; {root} is not one")
+    runner: CommandRunner = simulator().runner.SimRunner(Path(root))
+    return runner
+
+
 def build_tick_deps(
     *,
     root: str,
@@ -220,22 +240,10 @@ def build_tick_deps(
     node_name: str | None,
     executor: str,
 ) -> TickDeps:
-    from magicstick_host.errors import BadInputError
     from magicstick_host.ports.kube import RealKube
 
     name = node_name_of(node_name)
-    runner: CommandRunner
-    if executor == "real":
-        if os.path.realpath(root) != "/":
-            raise BadInputError(
-                "--executor real acts on this machine, so it needs --root /; "
-                "use --executor sim for a simulated host"
-            )
-        runner = RealRunner()
-    else:
-        if not is_sim_root(root):
-            raise BadInputError(f"--executor sim needs a simulated host root; {root} is not one")
-        runner = simulator().runner.SimRunner(Path(root))
+    runner = executor_runner(root, executor)
     return tick_deps(
         root=root,
         runner=runner,
@@ -302,7 +310,7 @@ def status_document(
         state_error=error,
         conditions=state_conditions(state_dir),
         legacy=legacy,
-        nvidia=nvidia_health(gather(root, ())) if root is not None else None,
+        nvidia=nvidia_health(gpu_health(root)) if root is not None else None,
     )
 
 
@@ -376,35 +384,3 @@ def recover(state_dir: str, node_name: str) -> str:
         f"Recovered: archived {what} into the journal; the worker accepts new requests "
         f"again.{aside}"
     )
-
-
-# -- the network trial's own way back (network.md): network-rollback, network-recovery ----
-
-
-def rollback_deps(root: str, state_dir: str, executor: str) -> RollbackDeps:
-    """The adapters of `network-rollback` and `network-recovery`: the host under `root`, the
-    trial's store in `state_dir`, netplan run for real (`--root /`) or by the simulator."""
-    from magicstick_host.errors import BadInputError
-    from magicstick_host.network.rollback import RollbackDeps
-    from magicstick_host.network.trial_steps import TrialPorts
-    from magicstick_host.ports.hostfs import HostReadError
-
-    runner: CommandRunner
-    if executor == "real":
-        if os.path.realpath(root) != "/":
-            raise BadInputError("--executor real acts on this machine, so it needs --root /")
-        runner = RealRunner()
-    else:
-        if not is_sim_root(root):
-            raise BadInputError(f"--executor sim needs a simulated host root; {root} is not one")
-        runner = simulator().runner.SimRunner(Path(root))
-    fs = RootedHostFS(root)
-
-    def boot_id() -> str | None:
-        try:
-            return fs.read_text("/proc/sys/kernel/random/boot_id").strip() or None
-        except HostReadError:
-            return None
-
-    ports = TrialPorts(root=root, state_dir=Path(state_dir), runner=runner, clock=RealClock())
-    return RollbackDeps(ports=ports, boot_id=boot_id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import click
 
-from magicstick_host.app import rollback_deps
+from magicstick_host.app_network import rollback_deps
 from magicstick_host.cli.options import root_option, state_dir_option
 from magicstick_host.errors import ExitCode
 from magicstick_host.network.rollback import (

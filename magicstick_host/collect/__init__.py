@@ -73,3 +73,11 @@ def collect_evidence(
     )
     # the unknowns are complete only once every area above has been read
     return replace(evidence, unknowns=tuple(r.unknowns))
+
+
+def collect_gpu_health(fs: HostFS, runner: CommandRunner) -> Evidence:
+    """Only the PCI devices and the NVIDIA facts: what `status` shows of the host's health. The
+    console view runs no network tools and reads no package database."""
+    r = Reader(fs)
+    pci = collect_pci(r)
+    return Evidence(pci=pci, nvidia=collect_nvidia(r, runner, pci), unknowns=tuple(r.unknowns))

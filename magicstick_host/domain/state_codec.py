@@ -14,7 +14,7 @@ from typing import Any
 from magicstick_host.domain.convergence_run import ConvergenceRun
 from magicstick_host.domain.operations.registry import data_type
 from magicstick_host.domain.phase import Phase
-from magicstick_host.domain.records import record_from_json
+from magicstick_host.domain.records import NoData, record_from_json
 from magicstick_host.domain.state import (
     Block,
     LegacyNote,
@@ -47,6 +47,14 @@ def legacy_note_from_json(doc: Any) -> LegacyNote:
     return LegacyNote(str(doc["migratedAt"]), str(doc["phase"]), tuple(unknown))
 
 
+def record_type(action: str, data: dict[str, Any], legacy: Any, phase: Phase) -> type:
+    """A finished operation migrated from the original worker, of an action it did not run
+    (it recorded nothing for it), keeps no data, even once this worker runs that action."""
+    if legacy is not None and not data and phase.terminal:
+        return NoData
+    return data_type(action)
+
+
 def operation_from_json(doc: dict[str, Any]) -> Operation:
     data = dict(doc["data"])
     legacy = data.pop("legacy", None)
@@ -69,7 +77,7 @@ def operation_from_json(doc: dict[str, Any]) -> Operation:
         reboots_used=int(doc["rebootsUsed"]),
         reboot_budget=int(doc["rebootBudget"]),
         steps=tuple(step_from_json(s) for s in doc["steps"]),
-        data=record_from_json(data_type(action), data),
+        data=record_from_json(record_type(action, data, legacy, Phase(doc["phase"])), data),
         published_status_digest=doc["publishedStatusDigest"],
         status_refused=doc.get("statusRefused", ""),
         request_expires_at=doc.get("requestExpiresAt", ""),

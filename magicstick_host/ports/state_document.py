@@ -8,10 +8,10 @@ from typing import Any
 
 from magicstick_host import schemas
 from magicstick_host.domain.legacy_state import is_legacy_document, migrate_legacy_state
-from magicstick_host.domain.operations.registry import data_type
+from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.records import record_schema
 from magicstick_host.domain.state import State
-from magicstick_host.domain.state_codec import state_from_json
+from magicstick_host.domain.state_codec import record_type, state_from_json
 from magicstick_host.domain.strict_json import loads_strict
 from magicstick_host.ports.clock import Instant
 
@@ -24,7 +24,8 @@ def document_errors(doc: dict[str, Any]) -> list[str]:
     if problems or not isinstance(op, dict):
         return problems
     data = {k: v for k, v in op["data"].items() if k != "legacy"}
-    found = schemas.errors_against(record_schema(data_type(op["action"])), data)
+    kind = record_type(op["action"], data, op["data"].get("legacy"), Phase(op["phase"]))
+    found = schemas.errors_against(record_schema(kind), data)
     return [f"operation/data/{problem}" for problem in found]
 
 

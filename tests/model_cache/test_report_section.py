@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from magicstick_host import schemas
+from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.model_cache_blockers import Blockers
+from magicstick_host.domain.nvidia_health import nvidia_health
 from magicstick_host.domain.report import build_report, report_content_digest_input
 from magicstick_host.domain.state import Block, State
 from tests.model_cache.test_operation import facts
@@ -23,6 +25,7 @@ def inspection(section: dict[str, Any]) -> dict[str, Any]:
         "gpuMemory": {"supported": False, "message": "m"},
         "modelCache": section,
         "actions": ["clear-model-cache"],
+        "nvidia": nvidia_health(Evidence()),
     }
 
 

@@ -25,6 +25,7 @@ from magicstick_host.domain.limits import DEFAULT_LIMITS
 from magicstick_host.domain.operations.decide import decide
 from magicstick_host.domain.operations.registry import data_type, kind_of
 from magicstick_host.domain.records import camel
+from magicstick_host.domain.state_codec import record_type
 from magicstick_host.ports.state_store import FileStateStore
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "state-main"
@@ -59,7 +60,12 @@ def test_a_state_written_by_main_loads_as_typed_records(tmp_path: Path, path: Pa
         assert op is None
         return
     assert op is not None
-    assert isinstance(op.data, data_type(op.action))
+    # a finished operation the original worker ran of an action it had no record for keeps
+    # none (domain/state_codec.py record_type), even once this worker runs that action
+    data = {k: v for k, v in doc["operation"]["data"].items() if k != "legacy"}
+    expected = record_type(op.action, data, op.legacy, op.phase)
+    assert isinstance(op.data, expected)
+    assert expected is data_type(op.action) or "legacy" in doc["operation"]["data"]
     assert op.phase == doc["operation"]["phase"]
     if "legacy" in doc["operation"]["data"]:
         assert op.legacy is not None and op.legacy.to_json() == doc["operation"]["data"]["legacy"]
