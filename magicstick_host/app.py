@@ -86,8 +86,9 @@ def default_playbooks_dir() -> Path:
     return beside_package if beside_package.is_dir() else INSTALLED_PLAYBOOKS_DIR
 
 
-def profiles_from(profiles_dir: str | None) -> tuple[Profile, ...]:
-    return load_profiles(Path(profiles_dir) if profiles_dir else default_profiles_dir())
+def profiles_from(profiles_dir: str | None,
+                  memo: CommandMemo | None = None) -> tuple[Profile, ...]:
+    return load_profiles(Path(profiles_dir) if profiles_dir else default_profiles_dir(), memo)
 
 
 def profile_package_names(profiles: Sequence[Profile]) -> list[str]:
@@ -240,6 +241,7 @@ def build_tick_deps(
     node_name: str | None,
     executor: str,
 ) -> TickDeps:
+    from magicstick_host.ports.command_memo import runtime_memo
     from magicstick_host.ports.kube import RealKube
 
     name = node_name_of(node_name)
@@ -253,9 +255,10 @@ def build_tick_deps(
             kubeconfig,
             timeout=DEFAULT_LIMITS.kube_timeout_s,
             budget_s=DEFAULT_LIMITS.kube_tick_budget_s,
+            kubeconfig_memo=runtime_memo("kubeconfig.json"),
         ),
         state_dir=Path(state_dir),
-        profiles=profiles_from(profiles_dir),
+        profiles=profiles_from(profiles_dir, runtime_memo("profiles.json")),
         node_name=name,
         playbooks_dir=default_playbooks_dir(),
     )

@@ -10,7 +10,6 @@ stable interface (convergence.md).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from magicstick_host.domain.times import rfc3339
 from magicstick_host.effects.converge import run_convergence
 from magicstick_host.effects.playbook import write_vars
 from magicstick_host.errors import ExitCode, LockBusyError, StateError
+from magicstick_host.lite_dataclasses import dataclass, field, replace
 from magicstick_host.ports.clock import Clock
 from magicstick_host.ports.hostfs import HostFS
 from magicstick_host.ports.lock import MaintenanceLock

@@ -6,20 +6,20 @@ is wrong, on one line: a broken profile is a packaging bug, never something to g
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from magicstick_host.domain.profiles import Profile, json_path, profile_from_document
 from magicstick_host.errors import ProfileError
+from magicstick_host.ports.command_memo import CommandMemo, recall_document, remember_document
 from magicstick_host.schemas.compiled import Check, compile_schema
 
 if TYPE_CHECKING:
+    import yaml
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError
 
@@ -42,11 +42,7 @@ def default_profiles_dir() -> Path:
 
 @cache
 def _schema() -> dict[str, Any]:
-    text = (
-        resources.files("magicstick_host.schemas")
-        .joinpath("profile.schema.json")
-        .read_text(encoding="utf-8")
-    )
+    text = (Path(__file__).parent / "schemas" / "profile.schema.json").read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 
@@ -64,25 +60,30 @@ def _validator() -> Draft202012Validator:
     return Draft202012Validator(_schema())
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys instead of silently keeping the last one."""
+@cache
+def _strict_loader() -> type[yaml.SafeLoader]:
+    """SafeLoader that refuses duplicate keys instead of silently keeping the last one (built
+    on first use: a tick whose profiles come from the memo never imports yaml)."""
+    import yaml
 
+    class StrictLoader(yaml.SafeLoader):
+        pass
 
-def _mapping_without_duplicates(loader: yaml.SafeLoader, node: yaml.MappingNode) -> Any:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        seen.add(key)
-    return loader.construct_mapping(node)
+    def mapping_without_duplicates(loader: yaml.SafeLoader, node: yaml.MappingNode) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return loader.construct_mapping(node)
 
-
-_StrictLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates
-)
+    StrictLoader.add_constructor(
+        yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping_without_duplicates
+    )
+    return StrictLoader
 
 
 def _one_line(text: str) -> str:
@@ -115,15 +116,28 @@ def _describe(error: ValidationError) -> tuple[str, str]:
     return json_path(parts), error.message
 
 
-def load_profile(path: Path) -> Profile:
+def _read(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail(path, "$", f"cannot be read ({exc})") from exc
+
+
+def _parse(path: Path, text: str) -> Any:
+    import yaml
+
     try:
-        doc = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
+        return yaml.load(text, Loader=_strict_loader())  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise _fail(path, "$", f"is not valid YAML ({exc})") from exc
+
+
+def load_profile(path: Path) -> Profile:
+    return _profile_of(path, _parse(path, _read(path)))
+
+
+def _profile_of(path: Path, doc: Any) -> Profile:
+    """The profile of a parsed document, checked in full (a remembered one too)."""
     if not isinstance(doc, dict):
         raise _fail(path, "$", "must be a mapping")
     if next(_is_valid()(doc, ()), None) is not None:
@@ -140,14 +154,29 @@ def load_profile(path: Path) -> Profile:
     return profile
 
 
-def load_profiles(directory: Path) -> tuple[Profile, ...]:
-    """Every `*.yaml` in `directory`, sorted by file name; any defect raises ProfileError."""
+# what the memo's documents were parsed by; a change of `_parse` changes it
+PARSE_VERSION = "profiles-1"
+
+
+def load_profiles(directory: Path, memo: CommandMemo | None = None) -> tuple[Profile, ...]:
+    """Every `*.yaml` in `directory`, sorted by file name; any defect raises ProfileError.
+
+    `memo`, when given, remembers the parsed documents by the files' names and bytes (the
+    timer's ticks: ports/command_memo.py); each document is still checked in full."""
     if not directory.is_dir():
         raise ProfileError(_one_line(f"profile directory {directory} does not exist"))
+    texts = [(path, _read(path)) for path in sorted(directory.glob("*.yaml"))]
+    listing = [[path.name, hashlib.sha256(text.encode("utf-8")).hexdigest()]
+               for path, text in texts]
+    key = f"{PARSE_VERSION}:{hashlib.sha256(repr(listing).encode('utf-8')).hexdigest()}"
+    found, remembered = recall_document(memo, key)
+    if not (found and isinstance(remembered, list) and len(remembered) == len(texts)):
+        remembered = [_parse(path, text) for path, text in texts]
+        remember_document(memo, key, remembered)
     profiles: list[Profile] = []
     first_file: dict[str, Path] = {}
-    for path in sorted(directory.glob("*.yaml")):
-        profile = load_profile(path)
+    for (path, _), doc in zip(texts, remembered, strict=True):
+        profile = _profile_of(path, doc)
         if profile.id in first_file:
             other = first_file[profile.id]
             raise _fail(path, "$.id", f"duplicate id {profile.id!r} (also in {other})")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from magicstick_host import schemas
@@ -40,6 +39,7 @@ from magicstick_host.errors import (
     KubePermanentError,
     MagicstickError,
 )
+from magicstick_host.lite_dataclasses import dataclass, field, replace
 from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.kube import KubePort
 

@@ -10,7 +10,6 @@ ports come built from the composition root (app.py), the only module that import
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from magicstick_host.errors import (
     MagicstickError,
     WaitingError,
 )
+from magicstick_host.lite_dataclasses import dataclass, replace
 from magicstick_host.model_cache_reads import observe_model_cache
 from magicstick_host.network.view import network_capabilities
 from magicstick_host.ports.clock import Clock, Instant

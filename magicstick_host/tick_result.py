@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from magicstick_host.domain.log_lines import LogLine
 from magicstick_host.errors import ExitCode, MagicstickError, exit_code_of
+from magicstick_host.lite_dataclasses import dataclass
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ them read through one `Reader`, which turns every unreadable or garbage value in
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from magicstick_host.collect.kfd import collect_dev_kfd, collect_kfd_nodes
 from magicstick_host.collect.network import collect_network
@@ -29,6 +28,7 @@ from magicstick_host.collect.system_memory import collect_memory
 from magicstick_host.collect.ttm import collect_ttm
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.parsers.cmdline import split_cmdline
+from magicstick_host.lite_dataclasses import replace
 from magicstick_host.ports.command_memo import CommandMemo
 from magicstick_host.ports.hostfs import HostFS
 from magicstick_host.ports.runner import CommandRunner

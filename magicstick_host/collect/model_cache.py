@@ -14,7 +14,6 @@ the inventory untrusted at once) and the free space of `/` is measured afresh.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from magicstick_host.collect.model_cache_walk import (
@@ -32,6 +31,7 @@ from magicstick_host.domain.model_cache_inventory import (
     CacheInventory,
     RootInventory,
 )
+from magicstick_host.lite_dataclasses import replace
 from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.hostfs import HostFS
 from magicstick_host.ports.hosttree import HostTree, TreeError

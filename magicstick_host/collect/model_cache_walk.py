@@ -14,7 +14,6 @@ identity and mtime, so a later tick can tell cheaply whether anything changed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from magicstick_host.domain.model_cache_inventory import (
     CACHE_ROOTS,
@@ -26,6 +25,7 @@ from magicstick_host.domain.model_cache_inventory import (
 )
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.mountinfo import parse_mountinfo
+from magicstick_host.lite_dataclasses import dataclass, field
 from magicstick_host.ports.hostfs import HostFS, HostReadError
 from magicstick_host.ports.hosttree import MISSING, SYMLINK, HostTree, NodeStat, TreeError
 

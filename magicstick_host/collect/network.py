@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from magicstick_host.collect.reader import Reader
 from magicstick_host.domain.network_evidence import (
@@ -29,9 +29,9 @@ from magicstick_host.domain.parsers.network import (
     parse_iw_link,
 )
 from magicstick_host.errors import MagicstickError
-from magicstick_host.ports.command_memo import CommandMemo
+from magicstick_host.lite_dataclasses import replace
+from magicstick_host.ports.command_memo import CommandMemo, recall_document, remember_document
 from magicstick_host.ports.hostfs import HostFS, HostReadError
-from magicstick_host.ports.netplan_yaml import load_netplan_yaml
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult, CommandRunner
 
 T = TypeVar("T")
@@ -46,6 +46,8 @@ MAX_SYS_INTERFACES = 256
 IP_ADDRESS_ARGV = ("ip", "-j", "address", "show")
 IP_ROUTE_ARGV = ("ip", "-j", "-4", "route", "show", "default")
 NETPLAN_GET_ARGV = ("netplan", "get", "all")
+# what the memo's documents were parsed by (ports/netplan_yaml.py); a change there changes it
+NETPLAN_PARSE_VERSION = "netplan-2"
 
 
 def iw_link_argv(interface: str) -> tuple[str, ...]:
@@ -66,15 +68,18 @@ def collect_network(
         names = r.list_dir(directory, f"network.netplan{directory}", optional=True)
         foreign += [f"{directory}/{n}" for n in names or () if n.endswith(".yaml")]
     key = _netplan_key(netplan_files, foreign)
-    remembered = netplan_memo.recall(key) if netplan_memo is not None and key else None
-    if remembered is not None:
-        netplan_get = _parsed(CommandResult(NETPLAN_GET_ARGV, 0, remembered, ""), problems,
-                              load_netplan_yaml)
+    found, remembered = recall_document(netplan_memo, key)
+    recalled = _recalled(remembered, netplan_files) if found else None
+    if recalled is not None:
+        netplan_get, parsed = recalled
     else:
+        parsed = {f.path: _parse_file(f.text) for f in netplan_files or () if f.text is not None}
         result = _run(runner, NETPLAN_GET_ARGV, NETPLAN_GET_TIMEOUT_S)
-        netplan_get = _parsed(result, problems, load_netplan_yaml)
-        if netplan_get is not None and netplan_memo is not None and key:
-            netplan_memo.remember(key, result.stdout)
+        netplan_get = _parsed(result, problems, _load_netplan_yaml)
+        if netplan_get is not None:
+            remember_document(netplan_memo, key, {"get": netplan_get, "files": parsed})
+    if netplan_files is not None:
+        netplan_files = tuple(_with_document(f, parsed.get(f.path)) for f in netplan_files)
     wifi_links: dict[str, WifiLink] = {}
     iw_present = False
     for iface in sys_interfaces or ():
@@ -130,12 +135,54 @@ def _sys_interfaces(r: Reader) -> tuple[SysNetInterface, ...] | None:
 
 
 def _netplan_key(files: tuple[NetplanFile, ...] | None, foreign: list[str]) -> str:
-    """What `netplan get all` answers from: the name and content of every file it merges, or ""
-    (ask netplan every time) when a file could not be read whole or lives elsewhere too."""
+    """What `netplan get all` answers from, and the files parse from: the name and content of
+    every file it merges, or "" (ask netplan every time) when a file could not be read whole or
+    lives elsewhere too."""
     if files is None or foreign or any(f.text is None or f.symlink for f in files):
         return ""
     listing = [[f.path, f.sha256] for f in sorted(files, key=lambda f: f.path)]
-    return hashlib.sha256(repr(listing).encode("utf-8")).hexdigest()
+    return f"{NETPLAN_PARSE_VERSION}:{hashlib.sha256(repr(listing).encode('utf-8')).hexdigest()}"
+
+
+# a file's parse: {"document": ...} or {"problem": "why it does not parse"}
+FileParse = dict[str, Any]
+
+
+def _load_netplan_yaml(text: str) -> Any:
+    # imported on first use: PyYAML is the largest import an idle tick would otherwise pay for
+    from magicstick_host.ports.netplan_yaml import load_netplan_yaml
+
+    return load_netplan_yaml(text)
+
+
+def _parse_file(text: str) -> FileParse:
+    try:
+        return {"document": _load_netplan_yaml(text)}
+    except ParseError as exc:
+        return {"problem": str(exc)}
+
+
+def _recalled(remembered: object,
+              files: tuple[NetplanFile, ...] | None) -> tuple[Any, dict[str, FileParse]] | None:
+    """The memo's (netplan get, parse of each file), if it is whole for these files."""
+    if not isinstance(remembered, dict) or "get" not in remembered:
+        return None
+    parsed = remembered.get("files")
+    paths = {f.path for f in files or ()}
+    if not isinstance(parsed, dict) or set(parsed) != paths:
+        return None
+    if not all(isinstance(p, dict) and (set(p) == {"document"} or (
+            set(p) == {"problem"} and isinstance(p["problem"], str))) for p in parsed.values()):
+        return None
+    return remembered["get"], parsed
+
+
+def _with_document(file: NetplanFile, parse: FileParse | None) -> NetplanFile:
+    if parse is None:
+        return file
+    if "problem" in parse:
+        return replace(file, problem=parse["problem"])
+    return replace(file, document=parse["document"])
 
 
 def _netplan_files(r: Reader, directory: str) -> tuple[NetplanFile, ...] | None:
@@ -156,10 +203,7 @@ def _netplan_files(r: Reader, directory: str) -> tuple[NetplanFile, ...] | None:
             files.append(NetplanFile(path, None, "", problem=exc.reason))
             continue
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        try:
-            files.append(NetplanFile(path, text, digest, document=load_netplan_yaml(text)))
-        except ParseError as exc:
-            files.append(NetplanFile(path, text, digest, problem=str(exc)))
+        files.append(NetplanFile(path, text, digest))  # parsed by the caller, or remembered
     return tuple(files)
 
 

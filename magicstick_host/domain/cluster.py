@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from magicstick_host.domain.phase import Phase
+from magicstick_host.lite_dataclasses import dataclass, field
 
 Json = dict[str, Any]
 # the appliance's API group and system namespace (contract.md): HostOperations,

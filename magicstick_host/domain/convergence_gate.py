@@ -12,11 +12,10 @@ Unknown never means "run".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from magicstick_host.domain.evidence import ServicesInfo
 from magicstick_host.domain.state import State
 from magicstick_host.errors import ExitCode
+from magicstick_host.lite_dataclasses import dataclass
 
 
 @dataclass(frozen=True)

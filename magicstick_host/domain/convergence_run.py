@@ -9,10 +9,10 @@ The changed tasks come from ansible's default output, the same text the log keep
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 from typing import Any
 
 from magicstick_host.domain.strict_json import loads_strict
+from magicstick_host.lite_dataclasses import dataclass, replace
 
 RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
 MAX_CHANGED_TASKS = 50

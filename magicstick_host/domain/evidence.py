@@ -9,9 +9,8 @@ This module is pure data plus a few derived predicates; the collector (collect/)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from magicstick_host.domain.network_evidence import NetworkEvidence
+from magicstick_host.lite_dataclasses import dataclass, field
 
 STRIX_HALO_VENDOR = "1002"
 STRIX_HALO_DEVICE = "1586"

@@ -30,7 +30,6 @@ continue and how) is its operation module's `LegacyRules` (domain/operations/kin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,6 +42,7 @@ from magicstick_host.domain.records import NoData
 from magicstick_host.domain.request import request_digest
 from magicstick_host.domain.state import LegacyNote, Operation, ProcessedRequest, State
 from magicstick_host.domain.times import rfc3339
+from magicstick_host.lite_dataclasses import dataclass, replace
 
 NAMESPACE = "ai-system"
 NOT_RESUMED = "started by the previous worker version; not resumed"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from magicstick_host.lite_dataclasses import dataclass
 
 
 @dataclass(frozen=True)

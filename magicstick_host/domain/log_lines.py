@@ -14,11 +14,11 @@ refusal, a failure or a stop, err for what keeps the worker from working at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import State
+from magicstick_host.lite_dataclasses import dataclass
 
 Level = Literal["notice", "warning", "err"]
 # the outcomes an administrator must look at

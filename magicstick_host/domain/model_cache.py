@@ -12,12 +12,12 @@ freeBytes, message, id}`:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.model_cache_blockers import Blockers
 from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS, CacheInventory
+from magicstick_host.lite_dataclasses import dataclass
 
 ACTION = "clear-model-cache"
 ID_VERSION = 1

@@ -8,7 +8,6 @@ which blocks too (and withdraws the capability: the workload inventory is unknow
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from magicstick_host.domain.model_cache_inventory import (
@@ -17,6 +16,7 @@ from magicstick_host.domain.model_cache_inventory import (
     below,
     normalise_path,
 )
+from magicstick_host.lite_dataclasses import dataclass
 
 Json = dict[str, Any]
 MODEL_POD_LABELS = (("app", "model"), ("app.kubernetes.io/name", "freetoken"))

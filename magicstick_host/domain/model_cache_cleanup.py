@@ -13,7 +13,6 @@ A deletion whose outcome was never recorded (the worker died during it) is never
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from magicstick_host.domain.model_cache import approx_gib
@@ -23,6 +22,7 @@ from magicstick_host.domain.model_cache_inventory import (
     CacheInventory,
     clearable_entry,
 )
+from magicstick_host.lite_dataclasses import dataclass
 
 MODEL_STARTED = "A model started during cleanup. Remaining cache files were kept."
 # Ollama's manifests go before its blobs: a cleanup stopped in between leaves unreferenced

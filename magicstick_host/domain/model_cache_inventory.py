@@ -10,9 +10,9 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from magicstick_host.domain.parsers.mountinfo import Mount
+from magicstick_host.lite_dataclasses import dataclass
 
 _HF_MODEL = re.compile(r"models--[A-Za-z0-9_.-]+")
 OLLAMA_ENTRIES = ("blobs", "manifests")

@@ -14,7 +14,6 @@ import hmac
 import ipaddress
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from magicstick_host.domain import netplan_entries as entries
@@ -28,6 +27,7 @@ from magicstick_host.domain.network_evidence import (
 )
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.netplan import netplan_network
+from magicstick_host.lite_dataclasses import dataclass, field
 
 INTERFACE_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$")
 MAX_INTERFACES = 32

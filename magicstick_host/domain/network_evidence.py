@@ -10,8 +10,9 @@ As in domain/evidence.py, a fact that could not be read is `None` (or the collec
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+from magicstick_host.lite_dataclasses import dataclass, field
 
 NETPLAN_DIR = "/etc/netplan"
 # YAML here would be merged by netplan too, so the worker could not say what it replaces

@@ -14,7 +14,6 @@ modules translate these into the framework's steps and phases).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from magicstick_host.domain import network_trial as trials
@@ -33,6 +32,7 @@ from magicstick_host.domain.network_settings import (
     check_scan_settings,
 )
 from magicstick_host.domain.network_trial import TrialRecord
+from magicstick_host.lite_dataclasses import dataclass
 
 CONFIGURE, SCAN = "configure-network", "scan-wifi"
 NETWORK_ACTIONS = (CONFIGURE, SCAN)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from magicstick_host.domain.strict_json import loads_strict
+from magicstick_host.lite_dataclasses import dataclass
 
 SECRET_NAMESPACE = "host-management"
 SECRET_TYPE = "appliance.magicstick.dev/network-request"

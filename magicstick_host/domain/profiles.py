@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.versions import is_valid_version
+from magicstick_host.lite_dataclasses import dataclass
 
 # (os id, VERSION_ID) -> the only package names a profile for that OS may pin
 ALLOWED_PACKAGES: Mapping[tuple[str, str], frozenset[str]] = {

@@ -21,6 +21,8 @@ import typing
 from functools import cache
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
+from magicstick_host.lite_dataclasses import dataclass
+
 R = TypeVar("R")
 Json = dict[str, Any]
 
@@ -30,7 +32,7 @@ def camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class NoData:
     """The data of an operation that records nothing beyond its steps (reboot, poweroff)."""
 

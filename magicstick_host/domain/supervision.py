@@ -21,11 +21,10 @@ and goes on with the Node it has.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from magicstick_host.domain.cluster import ClusterView, hostoperation_name
 from magicstick_host.domain.request import request_digest
 from magicstick_host.domain.state import Operation
+from magicstick_host.lite_dataclasses import dataclass
 
 
 @dataclass(frozen=True)

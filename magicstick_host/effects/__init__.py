@@ -9,7 +9,6 @@ step's intent without an outcome, which the next tick classifies.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from magicstick_host.effects.module import activate_module
 from magicstick_host.effects.playbook import run_playbook
 from magicstick_host.effects.shutdown import schedule_shutdown
 from magicstick_host.effects.sysfs import write_carveout
+from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.ports.clock import Clock
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.kube import KubePort

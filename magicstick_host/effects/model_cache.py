@@ -20,8 +20,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass
 
+from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.ports.hosttree import (
     DIR_FLAGS,
     MAX_DEPTH,

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from magicstick_host.ports.host_files import HostWriteError, RootedHostFiles
-from magicstick_host.ports.netplan_yaml import render_managed
 from magicstick_host.ports.network_store import NetworkStore, NetworkStoreError, sha256_bytes
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult, CommandRunner
 
@@ -69,6 +68,8 @@ def write_managed(
 ) -> tuple[str | None, str]:
     """Write the managed file (`document` as netplan YAML, 0600); returns its sha256, or None
     with the reason."""
+    from magicstick_host.ports.netplan_yaml import render_managed  # YAML only when writing
+
     data = render_managed(document).encode("utf-8")
     try:
         files.sweep_temp_files(NETPLAN_DIR)

@@ -21,7 +21,6 @@ configuration again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from magicstick_host.domain import network_trial as trials
 from magicstick_host.domain.network_trial import (
@@ -32,6 +31,7 @@ from magicstick_host.domain.network_trial import (
     TrialRecord,
 )
 from magicstick_host.errors import ExitCode, LockBusyError
+from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.network import trial_steps as steps
 from magicstick_host.network.trial_steps import TrialPorts
 from magicstick_host.ports.network_store import NetworkStoreError

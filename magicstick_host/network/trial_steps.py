@@ -15,7 +15,6 @@ domain/network_trial.py). They perform what the operation decided and decide not
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from magicstick_host.domain import network_trial as trials
 from magicstick_host.domain.network_evidence import MANAGED_NETPLAN_NAME
 from magicstick_host.domain.network_trial import TrialRecord
 from magicstick_host.effects import network as effects
+from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.ports.clock import Clock
 from magicstick_host.ports.host_files import RootedHostFiles
 from magicstick_host.ports.network_store import NetworkStore

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
+
+from magicstick_host.lite_dataclasses import dataclass
 
 
 @dataclass(frozen=True)

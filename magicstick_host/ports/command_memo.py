@@ -85,3 +85,35 @@ class FileCommandMemo:
             os.replace(temp, self.path)
         except OSError:
             return
+
+
+def _json_exact(value: object, depth: int = 0) -> bool:
+    """Whether JSON gives back exactly this value (no tuples, dates, bytes or non-string keys)."""
+    if depth > 64:
+        return False
+    if value is None or isinstance(value, str | bool | int):
+        return True
+    if isinstance(value, float):
+        return value == value and value not in (float("inf"), float("-inf"))
+    if isinstance(value, list):
+        return all(_json_exact(item, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_exact(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def recall_document(memo: CommandMemo | None, key: str) -> tuple[bool, object]:
+    """(True, the parsed document remembered under `key`), or (False, None): the memo of a
+    parse (YAML to data) instead of a command's text, so a hit needs no YAML parser at all."""
+    text = memo.recall(key) if memo is not None and key else None
+    if text is None:
+        return False, None
+    try:
+        return True, json.loads(text)
+    except ValueError:
+        return False, None
+
+
+def remember_document(memo: CommandMemo | None, key: str, document: object) -> None:
+    if memo is not None and key and _json_exact(document):
+        memo.remember(key, json.dumps(document))

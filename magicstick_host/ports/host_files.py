@@ -15,7 +15,8 @@ import errno
 import os
 import secrets
 import stat
-from dataclasses import dataclass
+
+from magicstick_host.lite_dataclasses import dataclass
 
 TEMP_PREFIX = ".magicstick-tmp-"
 

@@ -25,9 +25,9 @@ import os
 import posixpath
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Protocol
 
+from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.ports.hostfs import MAX_SYMLINK_HOPS, HostReadError
 
 MISSING = "missing"

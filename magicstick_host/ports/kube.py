@@ -46,7 +46,6 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -58,6 +57,8 @@ from magicstick_host.errors import (
     KubePermanentError,
     KubeTemporaryError,
 )
+from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.ports.command_memo import CommandMemo
 from magicstick_host.ports.kube_lists import list_or_none
 from magicstick_host.ports.kube_secrets import NetworkSecrets, NetworkSecretsPort
 from magicstick_host.ports.kubeconfig import load_kubeconfig
@@ -185,21 +186,17 @@ class RealKube(NetworkSecrets):
     `timeout` bounds each call; `budget_s`, when given, all calls of this instance together.
     `transport` is "auto" (the lean one when it can serve the kubeconfig, else the official
     client), or "lean" / "official" to insist (tests run the contract on both).
+    `kubeconfig_memo` remembers the parsed kubeconfig by its bytes (ports/command_memo.py).
     """
 
-    def __init__(
-        self,
-        kubeconfig: str,
-        timeout: float = 10.0,
-        *,
-        budget_s: float | None = None,
-        transport: str = "auto",
-    ) -> None:
+    def __init__(self, kubeconfig: str, timeout: float = 10.0, *, budget_s: float | None = None,
+                 transport: str = "auto", kubeconfig_memo: CommandMemo | None = None) -> None:
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
         self.kubeconfig = kubeconfig
         self.timeout = timeout
         self.transport = transport
+        self.kubeconfig_memo = kubeconfig_memo
         self._wire: Transport | None = None
         self._budgets: list[_Budget] = [] if budget_s is None else [_Budget(budget_s)]
 
@@ -234,7 +231,7 @@ class RealKube(NetworkSecrets):
 
     def _transport(self) -> Transport:
         if self._wire is None:
-            config = load_kubeconfig(self.kubeconfig)
+            config = load_kubeconfig(self.kubeconfig, self.kubeconfig_memo)
             official = self.transport == "official" or (
                 self.transport == "auto" and bool(config.official_only)
             )

@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import os
 import re
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from magicstick_host.errors import KubeConfigError
+from magicstick_host.lite_dataclasses import dataclass, field
+from magicstick_host.ports.command_memo import CommandMemo, recall_document, remember_document
 
 CLUSTER_KEYS = frozenset({
     "server", "certificate-authority", "certificate-authority-data",
@@ -86,8 +88,24 @@ def _read(path: str) -> bytes:
     return raw
 
 
-def _parse_document(path: str) -> Any:
+# what the memo's documents were parsed by; a change of the parsing below changes it
+PARSE_VERSION = "kubeconfig-1"
+
+
+def _parse_document(path: str, memo: CommandMemo | None) -> Any:
     raw = _read(path)
+    # the same bytes parse to the same document: the timer's ticks keep it in the runtime
+    # directory (beside the root-only file it came from) and need no YAML parser
+    key = f"{PARSE_VERSION}:{hashlib.sha256(raw).hexdigest()}"
+    found, remembered = recall_document(memo, key)
+    if found:
+        return remembered
+    doc = _parse_yaml(path, raw)
+    remember_document(memo, key, doc)
+    return doc
+
+
+def _parse_yaml(path: str, raw: bytes) -> Any:
     import yaml
 
     # the C loader when built (20 times faster); its composer recurses in C, so the nesting
@@ -178,9 +196,10 @@ def _server(cluster: Mapping[str, Any], path: str) -> tuple[str, str, str, int, 
     return server, url.scheme, url.hostname, port or default, url.path.rstrip("/")
 
 
-def load_kubeconfig(path: str) -> KubeConfig:
-    """The current context of the kubeconfig at `path`; KubeConfigError if it is unusable."""
-    doc = _parse_document(path)
+def load_kubeconfig(path: str, memo: CommandMemo | None = None) -> KubeConfig:
+    """The current context of the kubeconfig at `path`; KubeConfigError if it is unusable.
+    `memo`, when given, remembers the parsed document by the file's bytes."""
+    doc = _parse_document(path, memo)
     if not isinstance(doc, Mapping):
         raise _fail(path, "not a kubeconfig (the document is not a mapping)")
     context_name = doc.get("current-context")

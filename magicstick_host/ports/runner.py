@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
+
+from magicstick_host.lite_dataclasses import dataclass
 
 # conventional shell codes, so a missing tool or a timeout reads like it would in a shell
 NOT_FOUND = 127

@@ -15,8 +15,9 @@ import errno
 import os
 import pwd
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+
+from magicstick_host.lite_dataclasses import dataclass
 
 STATE_FILE = "state.json"
 JOURNAL_FILE = "journal.jsonl"

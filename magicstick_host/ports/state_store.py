@@ -35,7 +35,6 @@ import re
 import secrets
 import stat
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO, NoReturn, Protocol
 
@@ -50,6 +49,7 @@ from magicstick_host.errors import (
     StateError,
     UnsafePathError,
 )
+from magicstick_host.lite_dataclasses import replace
 from magicstick_host.ports.clock import Clock, Instant, RealClock
 from magicstick_host.ports.journal import JournalFile, entry_seq
 from magicstick_host.ports.safe_files import (

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from typing import Any
+
+from magicstick_host.lite_dataclasses import dataclass, field
 
 PLAYBOOKS = ("prepare.yml", "memory.yml", "converge.yml")
 COLUMNS = 80

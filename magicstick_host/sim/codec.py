@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from functools import cache
 from typing import Any, Union
 
 from magicstick_host.errors import BadInputError
@@ -54,11 +55,20 @@ def _build(tp: Any, value: object, where: str) -> Any:
 def _build_dataclass(cls: type[Any], value: object, where: str) -> Any:
     if not isinstance(value, dict):
         raise BadInputError(f"{where}: expected an object")
-    hints = typing.get_type_hints(cls)
     kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name in value:
-            kwargs[f.name] = _build(hints[f.name], value[f.name], f"{where}.{f.name}")
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise BadInputError(f"{where}: missing {f.name}")
+    for name, hint, required in _fields(typing.cast(type, cls)):
+        if name in value:
+            kwargs[name] = _build(hint, value[name], f"{where}.{name}")
+        elif required:
+            raise BadInputError(f"{where}: missing {name}")
     return cls(**kwargs)
+
+
+@cache  # the simulated runner loads the host for every command it answers
+def _fields(cls: type) -> tuple[tuple[str, Any, bool], ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple(
+        (f.name, hints[f.name],
+         f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+        for f in dataclasses.fields(cls)
+    )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+
+from magicstick_host.lite_dataclasses import dataclass
 
 
 @dataclass(frozen=True)

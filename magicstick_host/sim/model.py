@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass, field
 
+from magicstick_host.lite_dataclasses import dataclass, field
 from magicstick_host.sim.network_model import SimNetwork
 
 # memory the firmware and the kernel keep besides the carve-out: 128 GiB of RAM with a 512 MiB

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from magicstick_host.domain.parsers import ParseError
-from magicstick_host.ports.netplan_yaml import dump_netplan_yaml
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult
 from magicstick_host.sim.effects_log import record
 from magicstick_host.sim.entries import Tree
@@ -186,6 +185,8 @@ def _generated(net: SimNetwork) -> tuple[dict[str, object] | None, str]:
 def _netplan(net: SimNetwork, args: tuple[str, ...]) -> tuple[CommandResult, bool]:
     command = args[1:2]
     if args[1:] == ("get", "all") or args[1:] == ("get",):
+        from magicstick_host.ports.netplan_yaml import dump_netplan_yaml  # the YAML, only here
+
         merged, error = _generated(net)
         if merged is None:
             return _fail(args, 1, error), False

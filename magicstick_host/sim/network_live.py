@@ -13,13 +13,12 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from magicstick_host.domain import netplan_entries as entries
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.netplan import netplan_bool, netplan_int
-from magicstick_host.ports.netplan_yaml import load_netplan_yaml
+from magicstick_host.lite_dataclasses import dataclass, field
 from magicstick_host.sim.network_model import AccessPoint, SimInterface, SimNetwork
 
 NETPLAN_DIR = "etc/netplan"
@@ -43,6 +42,8 @@ def netplan_documents(net: SimNetwork) -> list[tuple[str, dict[str, Any]]]:
     for path in sorted(net.netplan_files, key=lambda p: p.rsplit("/", 1)[-1]):
         name = path.rsplit("/", 1)[-1]
         try:
+            from magicstick_host.ports.netplan_yaml import load_netplan_yaml  # on use only
+
             docs.append((name, load_netplan_yaml(net.netplan_files[path])))
         except ParseError as exc:
             raise ParseError(f"/{path}: {exc}") from None

@@ -10,7 +10,7 @@ nothing, a switch to DHCP on a LAN without a lease for this MAC gets no address.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from magicstick_host.lite_dataclasses import dataclass, field
 
 
 @dataclass

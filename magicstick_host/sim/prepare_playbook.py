@@ -16,10 +16,10 @@ Faults: see `sim/faults.py`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 from typing import Any
 
 from magicstick_host.domain.versions import compare_versions
+from magicstick_host.lite_dataclasses import dataclass, replace
 from magicstick_host.sim import catalog
 from magicstick_host.sim.ansible import PlayLog, banner, require
 from magicstick_host.sim.builders import UBUNTU_KERNELS, ubuntu_kernel_signature

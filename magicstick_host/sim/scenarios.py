@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.sim import catalog
 from magicstick_host.sim.builders import (
     GIB_MIB,

@@ -7,7 +7,6 @@ even when the capability is unsupported, so the dashboard can show the host as i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Any
 
 from magicstick_host.domain.canonical import sha256_hex
@@ -16,6 +15,7 @@ from magicstick_host.domain.fingerprint import host_identity
 from magicstick_host.domain.gpu_memory.support import SupportFacts, support_facts
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.text import clip_message
+from magicstick_host.lite_dataclasses import dataclass, replace
 
 _KIND = "gpu-memory-capability/1"
 # the key of the capability object itself among a tick's capabilities (domain/request.py,

@@ -7,7 +7,6 @@ that fails (operations.md, "configure-gpu-memory") becomes `problem`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
 
 from magicstick_host.domain.evidence import (
     AMD_VENDOR,
@@ -19,6 +18,7 @@ from magicstick_host.domain.evidence import (
     PciDevice,
 )
 from magicstick_host.domain.fingerprint import inventory_unknowns
+from magicstick_host.lite_dataclasses import dataclass, replace
 
 SUPPORTED_OS = (("ubuntu", "24.04"), ("ubuntu", "26.04"))
 MAX_OPTIONS = 19

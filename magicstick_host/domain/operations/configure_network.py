@@ -17,7 +17,6 @@ turns its answer into the framework's steps and phases.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import timedelta
 
 from magicstick_host.domain.decisions import (
@@ -54,6 +53,7 @@ from magicstick_host.domain.operations.kind import LegacyRules, OperationKind
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
 from magicstick_host.domain.times import parse_time
+from magicstick_host.lite_dataclasses import replace
 
 BEGIN_TRIAL = "begin-network-trial"
 WRITE_CONFIG = "write-network-config"

@@ -7,7 +7,6 @@ reads, the phase dispatch (decide.py) and the legacy migration read only this.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from magicstick_host.domain.cluster import ClusterRead
@@ -18,6 +17,7 @@ from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.records import NoData
 from magicstick_host.domain.request import Accepted, HostFacts
 from magicstick_host.domain.state import Operation
+from magicstick_host.lite_dataclasses import dataclass
 
 # one stage of an operation: what to do next in this phase
 PhaseDecision = Callable[[Operation, Situation], Decision]

@@ -3,7 +3,6 @@ and the HostOperation status it publishes. The same for every operation."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +13,7 @@ from magicstick_host.domain.request import Accepted
 from magicstick_host.domain.state import Operation, Step
 from magicstick_host.domain.text import clip_message as _clip
 from magicstick_host.domain.times import rfc3339
+from magicstick_host.lite_dataclasses import replace
 
 
 def start_operation(

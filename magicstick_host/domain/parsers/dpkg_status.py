@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from magicstick_host.domain.parsers.common import ParseError, shorten, split_lines
+from magicstick_host.lite_dataclasses import dataclass
 
 _FIELD = re.compile(r"([!-9;-~][!-9;-~]*):(.*)")
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from magicstick_host.domain.parsers.common import MAX_DIGITS, ParseError, shorten, split_lines
+from magicstick_host.lite_dataclasses import dataclass
 
 _PROPERTY = re.compile(r"([a-z0-9_]+) ([0-9]+)")
 

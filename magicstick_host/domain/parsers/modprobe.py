@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from magicstick_host.domain.parsers.common import MAX_DIGITS, ParseError, split_lines
 from magicstick_host.domain.parsers.ttm_params import (
     is_memory_param,
     is_ttm_module,
     normalize_name,
 )
+from magicstick_host.lite_dataclasses import dataclass
 
 
 @dataclass(frozen=True)

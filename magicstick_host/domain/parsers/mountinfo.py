@@ -11,9 +11,9 @@ table that cannot be read is "cannot tell", never "no mounts".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from magicstick_host.domain.parsers.common import ParseError, shorten, split_lines
+from magicstick_host.lite_dataclasses import dataclass
 
 # the kernel escapes exactly these four characters, always as three octal digits
 _ESCAPES = {"040": " ", "011": "\t", "012": "\n", "134": "\\"}

@@ -10,12 +10,12 @@ trailing spaces).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from magicstick_host.domain.network_evidence import DefaultRoute, IpAddress, IpLink, WifiLink
 from magicstick_host.domain.parsers.common import ParseError, shorten, split_lines
 from magicstick_host.domain.strict_json import loads_strict
+from magicstick_host.lite_dataclasses import dataclass
 
 _MAC = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
 MAX_LINKS = 4096

@@ -4,9 +4,9 @@ kernels `Ubuntu 7.0.0-31.31~24.04.1-generic 7.0.4`."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from magicstick_host.domain.parsers.common import ParseError, shorten, single_line
+from magicstick_host.lite_dataclasses import dataclass
 
 # <abi>.<upload>[~suffix]-<flavour>; the flavour may itself contain dashes (generic-64k)
 _KERNEL = re.compile(

@@ -11,8 +11,9 @@ can offer it, show it and send `allowExperimental` from its `experimental`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from magicstick_host.lite_dataclasses import dataclass
 
 PlanState = Literal["not-required", "blocked", "ready", "available"]
 ExperimentState = Literal["ready", "available"]

@@ -7,7 +7,6 @@ evidence never yields `available`; it blocks with the reason.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 from magicstick_host.domain.canonical import sha256_hex
@@ -27,6 +26,7 @@ from magicstick_host.domain.profiles import (
     profile_package_names,
 )
 from magicstick_host.domain.text import clip_message
+from magicstick_host.lite_dataclasses import dataclass, replace
 
 _PLAN_KIND = "prepare-gpu-plan/1"
 _EXPERIMENT_KIND = "prepare-gpu-experiment/1"

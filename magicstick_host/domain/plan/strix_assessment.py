@@ -16,8 +16,6 @@ Newer kernels are never downgraded:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from magicstick_host.domain.evidence import Evidence, PciDevice
 from magicstick_host.domain.fingerprint import hardware_fingerprint
 from magicstick_host.domain.kernels import is_newer_kernel, is_suitable_kernel
@@ -25,6 +23,7 @@ from magicstick_host.domain.plan.document import PlanState
 from magicstick_host.domain.profiles import Profile
 from magicstick_host.domain.readiness import amd_host_driver_ready
 from magicstick_host.domain.versions import compare_versions
+from magicstick_host.lite_dataclasses import dataclass
 
 # evidence the plan id binds to: unknown here means blocked, never available
 _REQUIRED = (

@@ -3,7 +3,6 @@ deletion (each with the identity of its root when it was walked), and what is do
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from magicstick_host.domain.decisions import Situation
@@ -11,6 +10,7 @@ from magicstick_host.domain.model_cache_cleanup import CleanupEntry
 from magicstick_host.domain.model_cache_inventory import clearable_entry
 from magicstick_host.domain.request import Accepted
 from magicstick_host.domain.state import Operation
+from magicstick_host.lite_dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)

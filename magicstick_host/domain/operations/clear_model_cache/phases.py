@@ -8,8 +8,6 @@ kept. A deletion whose outcome was never recorded is never resumed (classify).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from magicstick_host.domain.decisions import (
     ClassifiedStep,
     Decision,
@@ -35,6 +33,7 @@ from magicstick_host.domain.operations.clear_model_cache.data import (
 from magicstick_host.domain.operations.clear_model_cache.request import facts_of
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
+from magicstick_host.lite_dataclasses import replace
 
 DELETE_STEP = "delete-cache-entry"
 NOTHING_DELETED = "Nothing was deleted."

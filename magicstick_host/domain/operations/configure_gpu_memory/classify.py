@@ -4,8 +4,6 @@ Never run again to find out; a write that happened is never silently left behind
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from magicstick_host.domain.decisions import ClassifiedStep, SetPhase, Situation, Wait
 from magicstick_host.domain.operations.configure_gpu_memory.data import data_of
 from magicstick_host.domain.operations.configure_gpu_memory.phases import (
@@ -18,6 +16,7 @@ from magicstick_host.domain.operations.configure_gpu_memory.phases import (
 from magicstick_host.domain.operations.shutdown_steps import classify_shutdown
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
+from magicstick_host.lite_dataclasses import replace
 
 
 def classify(op: Operation, now: Situation) -> ClassifiedStep | Wait:

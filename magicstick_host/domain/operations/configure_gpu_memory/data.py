@@ -3,7 +3,6 @@ reviewed on, the host identity that must not change, and which writes happened."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from magicstick_host.domain.decisions import Situation
@@ -11,6 +10,7 @@ from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.fingerprint import hardware_fingerprint
 from magicstick_host.domain.request import Accepted
 from magicstick_host.domain.state import Operation
+from magicstick_host.lite_dataclasses import dataclass
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,6 @@ No automatic retry, no rollback, no live TTM write, no amdgpu.gttsize.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from magicstick_host.domain.decisions import Decision, RunStep, SetPhase, Situation
 from magicstick_host.domain.evidence import NVIDIA_VENDOR, Evidence, PciDevice
 from magicstick_host.domain.operations.configure_gpu_memory.data import (
@@ -22,6 +20,7 @@ from magicstick_host.domain.operations.configure_gpu_memory.data import (
 from magicstick_host.domain.operations.shutdown_steps import shutdown_step, waiting_for_new_boot
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
+from magicstick_host.lite_dataclasses import replace
 
 WRITE_CARVEOUT = "write-carveout"
 WRITE_TTM = "write-ttm-config"

@@ -4,8 +4,6 @@ bound GPU gets up to 600 s to bind; a different GPU or a wrong driver stops)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from magicstick_host.domain.decisions import Decision, SetPhase, Situation, Wait
 from magicstick_host.domain.operations.configure_gpu_memory.data import data_of, memory_identity
 from magicstick_host.domain.operations.configure_gpu_memory.phases import (
@@ -15,6 +13,7 @@ from magicstick_host.domain.operations.configure_gpu_memory.phases import (
 )
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
+from magicstick_host.lite_dataclasses import replace
 
 
 def verifying(op: Operation, now: Situation) -> Decision:

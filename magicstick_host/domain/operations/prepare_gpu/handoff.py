@@ -3,7 +3,6 @@ change, after refreshing the operator's GPU evidence (operations.md, prepare-gpu
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from magicstick_host.domain.cluster import APPLIANCE_API, SYSTEM_NAMESPACE, ClusterRead
@@ -12,6 +11,7 @@ from magicstick_host.domain.evidence import GPU_PUBLISHER
 from magicstick_host.domain.operations.prepare_gpu.data import data_of, module_identity
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
+from magicstick_host.lite_dataclasses import replace
 
 REFRESH_EVIDENCE = "refresh-gpu-evidence"
 ACTIVATE_MODULE = "activate-module"

@@ -8,8 +8,6 @@ packages and the restart.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from magicstick_host.domain.decisions import Decision, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.operations.prepare_gpu.data import data_of
 from magicstick_host.domain.operations.prepare_gpu.handoff import handoff
@@ -17,6 +15,7 @@ from magicstick_host.domain.operations.prepare_gpu.registration import strix_rea
 from magicstick_host.domain.operations.shutdown_steps import shutdown_step, waiting_for_new_boot
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
+from magicstick_host.lite_dataclasses import replace
 
 INSTALL_PACKAGES = "install-packages"
 
