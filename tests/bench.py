@@ -36,7 +36,7 @@ Sample = tuple[float, float, int]
 GNU_TIME = "/usr/bin/time"
 
 
-def timed(argv: list[str]) -> Sample:
+def timed(argv: list[str], env: dict[str, str] | None = None) -> Sample:
     """(wall s, cpu s, peak RSS KiB) of one child process.
 
     Started through GNU time when there is one: a child forked straight from this (large)
@@ -45,7 +45,7 @@ def timed(argv: list[str]) -> Sample:
         use_time = os.access(GNU_TIME, os.X_OK)
         full = [GNU_TIME, "-f", "%U %S %M", "-o", out.name, *argv] if use_time else argv
         start = time.perf_counter()
-        proc = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         _out, err = proc.communicate()
         wall = time.perf_counter() - start
         if proc.returncode not in (0, 75, 76):
@@ -154,6 +154,7 @@ def idle_with_model_cache(work: Path, server: KubeServer, cluster: KubeCluster) 
     from magicstick_host.sim.model_cache import add_many_files
 
     ticks: dict[str, list[str]] = {}
+    envs: dict[str, dict[str, str]] = {}
     for label, scenario in (("without", "strix-halo-ubuntu-26.04-ready"),
                             ("with", "strix-halo-ubuntu-26.04-model-cache")):
         root = work / f"cache-{label}"
@@ -165,12 +166,13 @@ def idle_with_model_cache(work: Path, server: KubeServer, cluster: KubeCluster) 
         ticks[label] = [EXE, "tick", "--root", str(root), "--executor", "sim", "--state-dir",
                         str(work / f"state-{label}"), "--kubeconfig",
                         str(server.kubeconfig("worker-cert")), "--node-name", f"bench-{label}"]
-        first = timed(ticks[label])  # publishes; walks the caches once
+        envs[label] = {**os.environ, "RUNTIME_DIRECTORY": str(runtime_dir(work / f"run-{label}"))}
+        first = timed(ticks[label], envs[label])  # publishes; walks the caches once
         print(f"{'first tick, ' + label + ' a cache':<34} cpu {first[1] * 1000:7.0f} ms")
     samples: dict[str, list[Sample]] = {"without": [], "with": []}
     for _ in range(RUNS):
         for label in ("without", "with"):
-            samples[label].append(timed(ticks[label]))
+            samples[label].append(timed(ticks[label], envs[label]))
     report("idle tick, no model cache", samples["without"])
     report(f"idle tick, {CACHE_FILES + 30:,}-file cache", samples["with"])
     ratio = cpu_median(samples["with"]) / cpu_median(samples["without"])
@@ -181,6 +183,11 @@ def idle_with_model_cache(work: Path, server: KubeServer, cluster: KubeCluster) 
 
 
 FLOOR = str(Path(__file__).resolve().parent / "bench_floor.py")
+
+
+def runtime_dir(path: Path) -> Path:
+    path.mkdir(mode=0o700)
+    return path
 
 
 def compile_package() -> None:
@@ -220,6 +227,9 @@ def main() -> int:
         ]
         # both in the shape of K3s's admin kubeconfig: client certificate, key and CA inline
         report("floor: Python + the 2 HTTPS GETs", requests_floor)
+        # the timer's environment: systemd's RuntimeDirectory= (units/magicstick-host-
+        # management.service) holds the parse memos between ticks (ports/command_memo.py)
+        unit_env = {**os.environ, "RUNTIME_DIRECTORY": str(runtime_dir(work / "run"))}
         tick = [EXE, "tick", "--root", str(root), "--executor", "sim", "--state-dir",
                 str(work / "state"), "--kubeconfig", str(server.kubeconfig("worker-cert")),
                 "--node-name", "bench"]
@@ -233,8 +243,8 @@ def main() -> int:
                 doc["lastReportDigest"] = ""
                 state.write_text(json.dumps(doc))
                 os.chmod(state, 0o600)
-            publishing.append(timed(tick))
-            idle.append(timed(tick))
+            publishing.append(timed(tick, unit_env))
+            idle.append(timed(tick, unit_env))
         # the product's own shape: the real executor on this machine (no GPU) and its Node
         cluster.create_node(
             "bench-here", boot_id=Path("/proc/sys/kernel/random/boot_id").read_text().strip(),
@@ -243,8 +253,9 @@ def main() -> int:
         real_tick = [EXE, "tick", "--executor", "real", "--state-dir", str(work / "state-here"),
                      "--kubeconfig", str(server.kubeconfig("worker-cert")),
                      "--node-name", "bench-here"]
-        timed(real_tick)  # the first publishes the report
-        real_idle = [timed(real_tick) for _ in range(RUNS)]
+        real_env = {**os.environ, "RUNTIME_DIRECTORY": str(runtime_dir(work / "run-here"))}
+        timed(real_tick, real_env)  # the first publishes the report
+        real_idle = [timed(real_tick, real_env) for _ in range(RUNS)]
         report("tick that publishes the report", publishing, requests_floor, 0.2)
         report("idle tick (nothing to write)", idle, requests_floor, 0.15)
         report("idle tick, real executor, this machine", real_idle, requests_floor, 0.15)

@@ -10,8 +10,6 @@ import os
 import sys
 from typing import TextIO
 
-import click
-
 from magicstick_host.domain.log_lines import Level
 
 PRIORITY = {"err": 3, "warning": 4, "notice": 5}
@@ -33,4 +31,9 @@ def say(level: Level, text: str) -> None:
     stream = sys.stdout if level == "notice" else sys.stderr
     prefix = f"<{PRIORITY[level]}>" if connected_to_journal(stream) else ""
     # one line: a message never spans lines in the journal
-    click.echo(f"{prefix}magicstick-host: {' '.join(text.split())}", err=stream is sys.stderr)
+    line = f"{prefix}magicstick-host: {' '.join(text.split())}\n"
+    try:
+        stream.write(line)
+    except UnicodeEncodeError:  # a console whose encoding cannot show a name in the text
+        stream.write(line.encode("ascii", "backslashreplace").decode("ascii"))
+    stream.flush()

@@ -1,5 +1,8 @@
 """The command line. Exceptions, and the problems a tick met, become exit codes here, and
-only here (the codes are the errors' own: errors.py)."""
+only here (the codes are the errors' own: errors.py).
+
+The timer's `tick` is read without click when it can be (cli/tick_fast.py); click, and the
+module of each command, are imported only for the command line that needs them."""
 
 from __future__ import annotations
 
@@ -7,14 +10,17 @@ import importlib
 import os
 import sys
 import traceback
-from collections.abc import Sequence
-
-import click
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from magicstick_host.cli.journal import say
-from magicstick_host.cli.options import EXIT_CODES_HELP
+from magicstick_host.cli.tick_fast import fast_arguments
 from magicstick_host.errors import ExitCode, MagicstickError
 from magicstick_host.tick_result import TickResult
+
+if TYPE_CHECKING:
+    import click
 
 # name -> (module, attribute). A command's module is imported only when that command runs (or
 # for --help): the timer starts `tick` 5,760 times a day, and it should not pay for the
@@ -34,36 +40,31 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        where = COMMANDS.get(cmd_name)
-        if where is None:
-            return super().get_command(ctx, cmd_name)
-        command = getattr(importlib.import_module(where[0]), where[1])
-        assert isinstance(command, click.Command)
-        return command
-
-
-@click.group(
-    cls=LazyGroup,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-    epilog="\b\nExit codes:\n" + EXIT_CODES_HELP,
-)
-def cli() -> None:
-    """Prepare and recover the hosts of the magicstick AI appliance.
-
-    `tick` is run by the systemd timer; `inspect` is the read-only preflight; `status` is the
-    console view; `history` lists past operations from the journal; `converge` runs host
-    convergence when the worker allows it (its timer).
-    """
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    fast = fast_arguments(args, os.environ)
+    if fast is None:
+        return _exit_code(lambda: _with_click(args))
+    command, params = fast
+    text = {k: v for k, v in params.items() if isinstance(v, str)}  # None: not given
+    if command == "tick":
+        from magicstick_host.cli.tick_run import run_tick_command
+
+        return _exit_code(lambda: run_tick_command(
+            text["root"], text.get("profiles_dir"), text["state_dir"], text["kubeconfig"],
+            text.get("node_name"), text["executor"]))
+    from magicstick_host.cli.inspect_run import run_inspect_command
+
+    return _exit_code(lambda: run_inspect_command(
+        text["root"], text.get("profiles_dir"), params["as_json"] is True))
+
+
+def _with_click(args: list[str]) -> Any:
+    import click
+
+    cli = _cli()
     try:
-        result = cli.main(args=argv, prog_name="magicstick-host", standalone_mode=False)
+        return cli.main(args=args, prog_name="magicstick-host", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
@@ -72,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("magicstick-host: aborted", err=True)
         return 1
+
+
+def _exit_code(run: Callable[[], Any]) -> int:
+    try:
+        result = run()
     except MagicstickError as exc:
         say("err", f"{exc.code}: {exc.message}")
         return int(exc.exit_code)
@@ -87,6 +93,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(result, TickResult):  # a tick that ran: the most severe problem it met
         return int(result.exit_code)
     return int(result) if isinstance(result, int) else 0
+
+
+@cache
+def _cli() -> click.Group:
+    import click
+
+    from magicstick_host.cli.options import EXIT_CODES_HELP
+
+    class LazyGroup(click.Group):
+        def list_commands(self, ctx: click.Context) -> list[str]:
+            return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+        def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+            where = COMMANDS.get(cmd_name)
+            if where is None:
+                return super().get_command(ctx, cmd_name)
+            command = getattr(importlib.import_module(where[0]), where[1])
+            assert isinstance(command, click.Command)
+            return command
+
+    @click.group(
+        cls=LazyGroup,
+        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+        epilog="\b\nExit codes:\n" + EXIT_CODES_HELP,
+    )
+    def cli() -> None:
+        """Prepare and recover the hosts of the magicstick AI appliance.
+
+        `tick` is run by the systemd timer; `inspect` is the read-only preflight; `status` is
+        the console view; `history` lists past operations from the journal; `converge` runs
+        host convergence when the worker allows it (its timer).
+        """
+
+    assert isinstance(cli, click.Group)
+    return cli
 
 
 def entry_point() -> None:

@@ -7,7 +7,11 @@ from typing import Any, TypeVar
 
 import click
 
+# the timer's fast path reads the tick's options without click, from the same defaults
+from magicstick_host.cli.tick_fast import DEFAULT_KUBECONFIG, DEFAULT_STATE_DIR
 from magicstick_host.errors import EXIT_CODE_MEANINGS
+
+__all__ = ["DEFAULT_KUBECONFIG", "DEFAULT_STATE_DIR"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,8 +41,6 @@ profiles_option = click.option(
     help="Directory of reviewed profiles (default: the shipped ones).",
 )
 
-DEFAULT_STATE_DIR = "/var/lib/magicstick/host-management"
-DEFAULT_KUBECONFIG = "/etc/rancher/k3s/k3s.yaml"
 
 
 def state_dir_option(func: F) -> F:

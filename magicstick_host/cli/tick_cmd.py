@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import click
 
-from magicstick_host import app
 from magicstick_host.cli.options import (
     EXIT_CODES_HELP,
     profiles_option,
     root_option,
     worker_options,
 )
-from magicstick_host.cli.tick_log import log_tick
-from magicstick_host.domain.log_lines import tick_stopped
-from magicstick_host.errors import MagicstickError
-from magicstick_host.ports.log_memory import LogMemory
+from magicstick_host.cli.tick_run import run_tick_command
 from magicstick_host.tick_result import TickResult
 
 
@@ -37,20 +33,4 @@ def tick_command(
     tick prints nothing; a transition is said once, with its request ID, and a condition that
     lasts (Kubernetes unreachable, a blocked state) when it starts and when it ends.
     """
-    if not app.kubeconfig_present(kubeconfig):
-        return TickResult("no kubeconfig: nothing to do here")
-    try:
-        deps = app.build_tick_deps(
-            root=root,
-            profiles_dir=profiles_dir,
-            state_dir=state_dir,
-            kubeconfig=kubeconfig,
-            node_name=node_name,
-            executor=executor,
-        )
-        result = app.tick(deps)
-    except MagicstickError as exc:  # the tick stopped: said like a condition, then the code
-        stopped = tick_stopped(exc.code, exc.message)
-        result = TickResult(exc.message, (exc,), conditions=(stopped,), complete=False)
-    log_tick(result, LogMemory.from_environment())
-    return result
+    return run_tick_command(root, profiles_dir, state_dir, kubeconfig, node_name, executor)
