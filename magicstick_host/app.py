@@ -15,7 +15,7 @@ from magicstick_host.domain.inspection import build_inspection
 from magicstick_host.domain.limits import DEFAULT_LIMITS, Limits
 from magicstick_host.domain.profiles import Profile
 from magicstick_host.ports.clock import Clock, RealClock
-from magicstick_host.ports.command_memo import CommandMemo
+from magicstick_host.ports.command_memo import CommandMemo, MemoFactory
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.runner import NOT_FOUND, CommandResult, CommandRunner, RealRunner
 from magicstick_host.profile_store import default_profiles_dir, load_profiles
@@ -99,13 +99,13 @@ def gather(
     root: str,
     profiles: Sequence[Profile],
     runner: CommandRunner | None = None,
-    netplan_memo: CommandMemo | None = None,
+    memo_for: MemoFactory | None = None,
 ) -> Evidence:
     return collect_evidence(
         RootedHostFS(root),
         runner or query_runner(root),
         profile_package_names(profiles),
-        netplan_memo,
+        memo_for,
     )
 
 
@@ -200,9 +200,9 @@ def tick_deps(
 
     return TickDeps(
         root=root,
-        # the timer's ticks remember `netplan get` by the files it reads
-        # (ports/command_memo.py); inspect always asks
-        gather=lambda: gather(root, profiles, runner, runtime_memo("netplan-get.json")),
+        # the timer's ticks remember `netplan get` by the files it reads, and the dpkg status
+        # by its bytes (ports/command_memo.py); inspect always asks
+        gather=lambda: gather(root, profiles, runner, runtime_memo),
         runner=runner,
         clock=clock,
         kube=kube,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -83,6 +82,8 @@ def _exit_code(run: Callable[[], Any]) -> int:
         return int(exc.exit_code)
     except Exception as exc:  # a bug: one clear line, the traceback only on request
         if os.environ.get("MAGICSTICK_HOST_DEBUG"):
+            import traceback
+
             traceback.print_exc()
         say(
             "err",

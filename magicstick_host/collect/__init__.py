@@ -29,7 +29,7 @@ from magicstick_host.collect.ttm import collect_ttm
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.parsers.cmdline import split_cmdline
 from magicstick_host.lite_dataclasses import replace
-from magicstick_host.ports.command_memo import CommandMemo
+from magicstick_host.ports.command_memo import MemoFactory
 from magicstick_host.ports.hostfs import HostFS
 from magicstick_host.ports.runner import CommandRunner
 
@@ -40,13 +40,16 @@ def collect_evidence(
     fs: HostFS,
     runner: CommandRunner,
     package_names: Sequence[str],
-    netplan_memo: CommandMemo | None = None,
+    memo_for: MemoFactory | None = None,
 ) -> Evidence:
     """Everything the planner needs to know about the host, with an Unknown per gap.
 
     `package_names` are the profile packages whose installed versions matter; the running
-    kernel's `linux-image-<release>` is always added.
+    kernel's `linux-image-<release>` is always added. `memo_for(name)`, when given, is where
+    a costly parse or command is remembered by its input (the timer's ticks:
+    ports/command_memo.py).
     """
+    memo = memo_for or (lambda name: None)
     r = Reader(fs)
     # read once: both the TTM overrides and cloud-init's disable switch live there
     cmdline = r.parsed("/proc/cmdline", "ttm.overrides", split_cmdline)
@@ -66,10 +69,10 @@ def collect_evidence(
         dev_kfd=collect_dev_kfd(r),
         memory=collect_memory(r),
         ttm=collect_ttm(r, cmdline),
-        packages=collect_packages(r, package_names, kernel.release),
+        packages=collect_packages(r, package_names, kernel.release, memo("dpkg-status.json")),
         nvidia=collect_nvidia(r, runner, pci),
         services=collect_services(r, cmdline),
-        network=collect_network(fs, runner, netplan_memo),
+        network=collect_network(fs, runner, memo("netplan-get.json")),
     )
     # the unknowns are complete only once every area above has been read
     return replace(evidence, unknowns=tuple(r.unknowns))

@@ -2,36 +2,71 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 from magicstick_host.collect.reader import Reader
 from magicstick_host.domain.evidence import PackageInfo
+from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.dpkg_status import installed_versions, parse_dpkg_status
+from magicstick_host.ports.command_memo import CommandMemo, recall_document, remember_document
 from magicstick_host.ports.hostfs import DPKG_STATUS_MAX_BYTES
 
 DPKG_STATUS = "/var/lib/dpkg/status"
+FIELD = "packages.installed"
+# what the memo's answers were parsed by; a change of the parser changes it
+PARSE_VERSION = "dpkg-status-1"
 
 
 def collect_packages(
-    r: Reader, package_names: Sequence[str], kernel_release: str | None
+    r: Reader, package_names: Sequence[str], kernel_release: str | None,
+    memo: CommandMemo | None = None,
 ) -> PackageInfo:
     return PackageInfo(
-        installed=_installed(r, package_names, kernel_release),
+        installed=_installed(r, package_names, kernel_release, memo),
         boot_kernels=_boot_kernels(r),
     )
 
 
+def installed_from_status(r: Reader, text: str,
+                          memo: CommandMemo | None) -> dict[str, tuple[str, ...]] | None:
+    """Installed package -> versions, from the status file's text; None (and an Unknown) when
+    it does not parse. Parsing ~700 stanzas is the largest piece of an idle tick's own work,
+    and the file changes only when packages do: the answer is remembered by its bytes."""
+    key = f"{PARSE_VERSION}:{hashlib.sha256(text.encode('utf-8', 'surrogateescape')).hexdigest()}"
+    found, remembered = recall_document(memo, key)
+    if found and isinstance(remembered, dict):
+        problem, versions = remembered.get("problem"), remembered.get("versions")
+        if isinstance(problem, str):
+            r.unknown(FIELD, DPKG_STATUS, problem)
+            return None
+        if isinstance(versions, dict) and all(
+                isinstance(v, list) and all(isinstance(x, str) for x in v)
+                for v in versions.values()):
+            return {str(name): tuple(v) for name, v in versions.items()}
+    try:
+        parsed = installed_versions(parse_dpkg_status(text))
+    except ParseError as exc:
+        remember_document(memo, key, {"problem": str(exc)})
+        r.unknown(FIELD, DPKG_STATUS, str(exc))
+        return None
+    remember_document(memo, key, {"versions": {k: list(v) for k, v in parsed.items()}})
+    return parsed
+
+
 def _installed(
-    r: Reader, package_names: Sequence[str], kernel_release: str | None
+    r: Reader, package_names: Sequence[str], kernel_release: str | None,
+    memo: CommandMemo | None,
 ) -> dict[str, str]:
     names = list(dict.fromkeys(package_names))
     if kernel_release is not None:
         names.append(f"linux-image-{kernel_release}")
-    stanzas = r.parsed(DPKG_STATUS, "packages.installed", parse_dpkg_status,
-                       max_bytes=DPKG_STATUS_MAX_BYTES)
-    if stanzas is None:
+    text = r.text(DPKG_STATUS, FIELD, max_bytes=DPKG_STATUS_MAX_BYTES)
+    if text is None:
         return {}
-    versions = installed_versions(stanzas)
+    versions = installed_from_status(r, text, memo)
+    if versions is None:
+        return {}
     installed: dict[str, str] = {}
     for name in names:
         found = versions.get(name, ())

@@ -10,7 +10,6 @@ consumed within 10 minutes, so that a request that was never accepted leaves no 
 
 from __future__ import annotations
 
-import base64
 import binascii
 import re
 from datetime import datetime, timedelta
@@ -119,7 +118,7 @@ def strict_base64(value: Any) -> bytes | None:
         decoded = binascii.a2b_base64(value.encode("ascii"), strict_mode=True)
     except (binascii.Error, ValueError):
         return None
-    if base64.b64encode(decoded).decode("ascii") != value:
+    if binascii.b2a_base64(decoded, newline=False).decode("ascii") != value:
         return None
     return decoded
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -32,6 +33,10 @@ class CommandMemo(Protocol):
     def recall(self, key: str) -> str | None: ...
 
     def remember(self, key: str, output: str) -> None: ...
+
+
+# the memo of a name ("netplan-get.json"), or None for none
+MemoFactory = Callable[[str], "CommandMemo | None"]
 
 
 def runtime_memo(name: str) -> FileCommandMemo | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 
 from magicstick_host.lite_dataclasses import dataclass
@@ -111,7 +110,7 @@ class RootedHostFiles:
         """Replace (or create) `directory/name` atomically with `data` and `mode`."""
         fd = self._dir_fd(directory)
         path = f"{directory}/{name}"
-        temp = f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+        temp = f"{TEMP_PREFIX}{os.urandom(6).hex()}"
         try:
             try:
                 out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 from pathlib import Path
 
 from magicstick_host.domain.strict_json import loads_strict
@@ -63,7 +62,7 @@ class LogMemory:
     def save(self, conditions: dict[str, str]) -> None:
         if self.path is None:
             return
-        temp = self.path.with_name(f".{FILE_NAME}.{secrets.token_hex(4)}")
+        temp = self.path.with_name(f".{FILE_NAME}.{os.urandom(4).hex()}")
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             try:

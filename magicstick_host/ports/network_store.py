@@ -22,8 +22,6 @@ import fcntl
 import hashlib
 import json
 import os
-import secrets
-import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -99,7 +97,7 @@ class NetworkStore:
 
     def _write(self, name: str, data: bytes) -> None:
         self.prepare()
-        temp = f".{name}.tmp-{secrets.token_hex(6)}"
+        temp = f".{name}.tmp-{os.urandom(6).hex()}"
         fd = self._open(temp, os.O_WRONLY, create=True)
         try:
             try:
@@ -128,6 +126,8 @@ class NetworkStore:
         if existing is not None:
             return existing
         self.prepare()
+        import secrets
+
         key = secrets.token_bytes(KEY_BYTES)
         try:
             fd = self._open(KEY_FILE, os.O_WRONLY, create=True)
@@ -235,7 +235,7 @@ class NetworkStore:
         `backup/` exists only complete. A leftover `backup/` (of an ended trial) is replaced."""
         self.prepare()
         self.sweep_partial_backups()
-        partial = self._path(f"{BACKUP_DIR}.partial-{secrets.token_hex(6)}")
+        partial = self._path(f"{BACKUP_DIR}.partial-{os.urandom(6).hex()}")
         os.mkdir(partial, 0o700)
         try:
             for file in files:
@@ -250,7 +250,7 @@ class NetworkStore:
             self.drop_backup()
             os.rename(partial, self.backup_path)
         except BaseException:
-            shutil.rmtree(partial, ignore_errors=True)
+            _rmtree(partial, ignore_errors=True)
             raise
         fsync_dir(self.directory)
 
@@ -283,7 +283,7 @@ class NetworkStore:
         if self.backup_path.is_symlink():
             self.backup_path.unlink()
         elif self.backup_path.exists():
-            shutil.rmtree(self.backup_path)
+            _rmtree(self.backup_path)
             fsync_dir(self.directory)
 
     def sweep_partial_backups(self) -> None:
@@ -291,7 +291,7 @@ class NetworkStore:
             return
         for entry in os.scandir(self.directory):
             if entry.name.startswith(f"{BACKUP_DIR}.partial-") and not entry.is_symlink():
-                shutil.rmtree(entry.path, ignore_errors=True)
+                _rmtree(entry.path, ignore_errors=True)
 
     # -- the trial lock --------------------------------------------------------------------
 
@@ -326,3 +326,9 @@ class NetworkStore:
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _rmtree(path: Path | str, ignore_errors: bool = False) -> None:
+    import shutil  # on use: it imports the compression modules, which a tick never needs
+
+    shutil.rmtree(path, ignore_errors=ignore_errors)

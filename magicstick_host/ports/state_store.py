@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -277,7 +276,7 @@ class FileStateStore:
             raise ValueError(f"refusing to save an invalid state: {'; '.join(problems[:3])}")
         data = (json.dumps(doc, indent=2, allow_nan=False) + "\n").encode("utf-8")
         self.prepare()
-        temp = self.directory / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
+        temp = self.directory / f"{TEMP_PREFIX}{os.urandom(8).hex()}"
         fd = self._open(temp, os.O_WRONLY, role="state file", create=True)
         try:
             try:

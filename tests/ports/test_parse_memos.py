@@ -81,3 +81,44 @@ def test_remembered_profiles_are_the_parsed_ones_and_are_still_checked(tmp_path:
     target.write_text(target.read_text() + "\nunknown-field: 1\n")
     with pytest.raises(ProfileError, match="unknown-field"):
         load_profiles(directory, FileCommandMemo(tmp_path / "profiles.json"))
+
+
+STATUS = """Package: linux-image-7.0.0-31-generic
+Status: install ok installed
+Architecture: amd64
+Version: 7.0.0-31.31
+
+Package: k3s-helper
+Status: deinstall ok config-files
+Version: 1.0
+"""
+
+
+def installed(root: Path, memo: FileCommandMemo) -> tuple[dict[str, str], list[str]]:
+    from magicstick_host.collect.packages import collect_packages
+    from magicstick_host.collect.reader import Reader
+    from magicstick_host.ports.hostfs import RootedHostFS
+
+    r = Reader(RootedHostFS(str(root)))
+    info = collect_packages(r, ["k3s-helper"], "7.0.0-31-generic", memo)
+    return info.installed, [u.reason for u in r.unknowns]
+
+
+def test_the_dpkg_status_is_remembered_by_its_bytes(tmp_path: Path) -> None:
+    status = tmp_path / "root" / "var/lib/dpkg/status"
+    status.parent.mkdir(parents=True)
+    (tmp_path / "root" / "boot").mkdir()
+    status.write_text(STATUS)
+    memo = FileCommandMemo(tmp_path / "dpkg-status.json")
+    expected = ({"linux-image-7.0.0-31-generic": "7.0.0-31.31"}, [])
+    assert installed(tmp_path / "root", memo) == expected  # parsed, remembered
+    assert memo.path.exists()
+    assert installed(tmp_path / "root", memo) == expected  # from the memo
+
+    status.write_text(STATUS + "Package: broken\n bad continuation\nno colon here\n")
+    corrupt = installed(tmp_path / "root", memo)
+    assert corrupt[0] == {} and len(corrupt[1]) == 1  # a corrupt file is unknown, not "absent"
+    assert installed(tmp_path / "root", memo) == corrupt  # and stays unknown from the memo
+
+    status.write_text(STATUS.replace("7.0.0-31.31", "7.0.0-31.32"))
+    assert installed(tmp_path / "root", memo)[0] == {"linux-image-7.0.0-31-generic": "7.0.0-31.32"}
