@@ -9,31 +9,125 @@ next to nothing, an instance costs a few microseconds more, and nothing here cre
 
 It is the subset the product uses, with the standard semantics: `frozen`, fields with defaults
 and `field(default=..., default_factory=..., repr=..., compare=...)`, inherited fields,
-`__post_init__`, `__match_args__`, and methods a class defines itself are kept. Classes carry
-real `dataclasses.Field` objects in `__dataclass_fields__`, so `dataclasses.fields`, `replace`,
-`asdict` and `is_dataclass` work on them unchanged (tests/test_lite_dataclasses.py holds them to
-the standard decorator's behaviour). `typing.dataclass_transform` tells the type checker that
-this is a dataclass decorator.
+`__post_init__`, `__match_args__`, and methods a class defines itself are kept. `fields`,
+`replace`, `asdict` and `is_dataclass` here are the standard functions for these classes. The
+standard module is not imported (it imports inspect, ast, dis and tokenize: another ~5 ms), yet
+`dataclasses.fields`, `replace`, `asdict` and `is_dataclass` work on these classes too: their
+`__dataclass_fields__` is built, with the standard module, the first time something asks
+(tests/test_lite_dataclasses.py holds all of it to the standard decorator's behaviour).
+`typing.dataclass_transform` tells the type checker that this is a dataclass decorator.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import reprlib
 import typing
 from collections.abc import Callable
-from dataclasses import MISSING, Field, FrozenInstanceError, field, replace
 from typing import Any, TypeVar, dataclass_transform, overload
 
-__all__ = ["FrozenInstanceError", "dataclass", "field", "replace"]
+__all__ = ["MISSING", "Field", "FrozenInstanceError", "asdict", "dataclass", "field", "fields",
+           "is_dataclass", "replace"]
 
 _T = TypeVar("_T")
-# the marker `dataclasses.fields()` filters on; present under this name since Python 3.7
-_REGULAR_FIELD = dataclasses._FIELD  # type: ignore[attr-defined]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+class FrozenInstanceError(AttributeError):
+    """An assignment to a field of a frozen instance (as dataclasses.FrozenInstanceError)."""
+
+
+class Field:
+    __slots__ = ("compare", "default", "default_factory", "name", "repr", "type")
+
+    def __init__(self, default: Any, default_factory: Any, repr: bool, compare: bool) -> None:
+        self.name = ""
+        self.type: Any = None
+        self.default = default
+        self.default_factory = default_factory
+        self.repr = repr
+        self.compare = compare
+
+    def __repr__(self) -> str:
+        return f"Field(name={self.name!r}, default={self.default!r})"
+
+
+def field(*, default: Any = MISSING, default_factory: Any = MISSING, repr: bool = True,
+          compare: bool = True) -> Any:
+    if default is not MISSING and default_factory is not MISSING:
+        raise ValueError("cannot specify both default and default_factory")
+    return Field(default, default_factory, repr, compare)
+
+
+def _fields_of(cls: type) -> dict[str, Field]:
+    found: dict[str, Field] | None = getattr(cls, "__lite_fields__", None)
+    if found is None:
+        raise TypeError(f"{cls!r} is not a dataclass of magicstick_host.lite_dataclasses")
+    return found
+
+
+def is_dataclass(obj: object) -> bool:
+    cls = obj if isinstance(obj, type) else type(obj)
+    return hasattr(cls, "__lite_fields__")
+
+
+def fields(class_or_instance: object) -> tuple[Field, ...]:
+    cls = class_or_instance if isinstance(class_or_instance, type) else type(class_or_instance)
+    return tuple(_fields_of(cls).values())
+
+
+def replace(obj: _T, /, **changes: Any) -> _T:
+    for name in _fields_of(type(obj)):
+        if name not in changes:
+            changes[name] = getattr(obj, name)
+    return type(obj)(**changes)
+
+
+def asdict(obj: object) -> Any:
+    """As dataclasses.asdict: fields to a dict, recursively, through lists, tuples and dicts."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {name: asdict(getattr(obj, name)) for name in _fields_of(type(obj))}
+    if isinstance(obj, list | tuple):
+        return type(obj)(asdict(item) for item in obj)
+    if isinstance(obj, dict):
+        return type(obj)((asdict(k), asdict(v)) for k, v in obj.items())
+    import copy
+
+    return copy.deepcopy(obj)
+
+
+class _StandardFields:
+    """`__dataclass_fields__`, built with the standard module when first asked (by
+    dataclasses.fields/replace/asdict/is_dataclass, e.g. in tests), then kept on the class."""
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        import dataclasses
+
+        cls = owner if owner is not None else type(obj)
+        built: dict[str, Any] = {}
+        for name, spec in _fields_of(cls).items():
+            standard: Any = dataclasses.field(
+                default=dataclasses.MISSING if spec.default is MISSING else spec.default,
+                default_factory=(dataclasses.MISSING if spec.default_factory is MISSING
+                                 else spec.default_factory),
+                repr=spec.repr, compare=spec.compare)
+            standard.name, standard.type = name, spec.type
+            # the marker dataclasses.fields() filters on (this name since Python 3.7)
+            standard._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
+            built[name] = standard
+        if "__lite_fields__" in cls.__dict__:
+            cls.__dataclass_fields__ = built  # type: ignore[attr-defined]
+        return built
 
 
 @overload
-@dataclass_transform(field_specifiers=(field, Field))
+@dataclass_transform(field_specifiers=(field,))
 def dataclass(cls: type[_T], /) -> type[_T]: ...
 
 
@@ -55,15 +149,27 @@ def _is_classvar(annotation: Any) -> bool:
     return annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar
 
 
-def _collect_fields(cls: type) -> dict[str, Field[Any]]:
-    fields: dict[str, Field[Any]] = {}
+def _from_standard(value: Any) -> Any:
+    """A `dataclasses.field(...)` in a class body, as this module's Field."""
+    if type(value).__module__ != "dataclasses" or type(value).__name__ != "Field":
+        return value
+    import dataclasses
+
+    def own(v: Any) -> Any:
+        return MISSING if v is dataclasses.MISSING else v
+
+    return Field(own(value.default), own(value.default_factory), value.repr, value.compare)
+
+
+def _collect_fields(cls: type) -> dict[str, Field]:
+    fields: dict[str, Field] = {}
     for base in reversed(cls.__mro__[1:]):
-        fields.update(base.__dict__.get("__dataclass_fields__", {}))
+        fields.update(base.__dict__.get("__lite_fields__", {}))
     # the class's own annotations, as strings; inspect.get_annotations would import inspect
     for name, annotation in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
         if _is_classvar(annotation):
             continue
-        default = cls.__dict__.get(name, MISSING)
+        default = _from_standard(cls.__dict__.get(name, MISSING))
         if isinstance(default, Field):
             spec = default
             if spec.default is MISSING:
@@ -77,7 +183,6 @@ def _collect_fields(cls: type) -> dict[str, Field[Any]]:
                              "is not allowed: use default_factory")
         spec.name = name
         spec.type = annotation
-        spec._field_type = _REGULAR_FIELD  # type: ignore[attr-defined]
         fields[name] = spec
     seen_default = False
     for spec in fields.values():
@@ -92,13 +197,13 @@ class _InitSignature:
     """`inspect.signature(cls)`, built when asked: the generic `__init__(*args, **kwargs)`
     would otherwise hide the fields from tools that read signatures (hypothesis' `builds`)."""
 
-    def __init__(self, fields: dict[str, Field[Any]]) -> None:
+    def __init__(self, fields: dict[str, Field]) -> None:
         self.fields = fields
 
     def __get__(self, obj: object, owner: type | None = None) -> Any:
         import inspect
 
-        def default_of(spec: Field[Any]) -> Any:
+        def default_of(spec: Field) -> Any:
             if spec.default is not MISSING:
                 return spec.default
             return inspect.Parameter.empty if spec.default_factory is MISSING else _FACTORY
@@ -125,7 +230,8 @@ def _set_unless_defined(cls: type, name: str, value: Any) -> None:
 
 def _process(cls: type[_T], frozen: bool) -> type[_T]:
     fields = _collect_fields(cls)
-    cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
+    cls.__lite_fields__ = fields  # type: ignore[attr-defined]
+    cls.__dataclass_fields__ = _StandardFields()  # type: ignore[attr-defined]
     names = tuple(fields)
     known = frozenset(names)
     specs = tuple((f.name, f.default, f.default_factory) for f in fields.values())

@@ -15,12 +15,12 @@ A boolean is never an integer here (JSON distinguishes them, Python does not). P
 
 from __future__ import annotations
 
-import dataclasses
 import types
 import typing
 from functools import cache
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
+from magicstick_host import lite_dataclasses as dataclasses
 from magicstick_host.lite_dataclasses import dataclass
 
 R = TypeVar("R")
@@ -70,7 +70,8 @@ def record_to_json(record: Any) -> Json:
 
 def _to_json(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {key: _to_json(getattr(value, name)) for name, key, _, _ in _fields(type(value))}
+        kind: type = type(value)
+        return {key: _to_json(getattr(value, name)) for name, key, _, _ in _fields(kind)}
     if isinstance(value, list | tuple):
         return [_to_json(item) for item in value]
     if isinstance(value, dict):

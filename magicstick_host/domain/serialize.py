@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
+from magicstick_host import lite_dataclasses as dataclasses
 from magicstick_host.domain.evidence import Evidence
 
 

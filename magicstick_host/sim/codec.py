@@ -6,18 +6,19 @@ its default, which keeps older host.json files loadable.
 
 from __future__ import annotations
 
-import dataclasses
 import types
 import typing
 from functools import cache
 from typing import Any, Union
 
+from magicstick_host import lite_dataclasses as dataclasses
 from magicstick_host.errors import BadInputError
 from magicstick_host.sim.model import Host
 
 
 def host_to_dict(host: Host) -> dict[str, Any]:
-    return dataclasses.asdict(host)
+    data: dict[str, Any] = dataclasses.asdict(host)
+    return data
 
 
 def host_from_dict(data: object) -> Host:

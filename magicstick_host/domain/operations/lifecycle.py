@@ -64,7 +64,7 @@ def set_phase(
         updated_at=rfc3339(wall),
         outcome=change.outcome or op.outcome,
         data=op.data if change.data is None else change.data,
-        **clock,  # type: ignore[arg-type]
+        **clock,
     )
 
 
