@@ -149,6 +149,21 @@ def _is_classvar(annotation: Any) -> bool:
     return annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar
 
 
+def _own_annotations(cls: type) -> dict[str, Any]:
+    """The class's own annotations (strings, under `from __future__ import annotations`)."""
+    # read from the class namespace: inspect.get_annotations would import inspect
+    found = cls.__dict__.get("__annotations__")  # noqa: RUF063
+    if isinstance(found, dict):
+        return found
+    if "__annotate__" in cls.__dict__:  # evaluated lazily (PEP 649, Python 3.14)
+        import annotationlib  # type: ignore[import-not-found,unused-ignore]
+
+        own: dict[str, Any] = annotationlib.get_annotations(
+            cls, format=annotationlib.Format.FORWARDREF)
+        return own
+    return {}
+
+
 def _from_standard(value: Any) -> Any:
     """A `dataclasses.field(...)` in a class body, as this module's Field."""
     if type(value).__module__ != "dataclasses" or type(value).__name__ != "Field":
@@ -165,8 +180,7 @@ def _collect_fields(cls: type) -> dict[str, Field]:
     fields: dict[str, Field] = {}
     for base in reversed(cls.__mro__[1:]):
         fields.update(base.__dict__.get("__lite_fields__", {}))
-    # the class's own annotations, as strings; inspect.get_annotations would import inspect
-    for name, annotation in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
+    for name, annotation in _own_annotations(cls).items():
         if _is_classvar(annotation):
             continue
         default = _from_standard(cls.__dict__.get(name, MISSING))
