@@ -92,7 +92,7 @@ class ModelCacheReads:
         inventory = self._inventory(now, boot_id, fresh)
         blockers = self._blockers(kube, cluster, now, boot_id, node_name, limits, fresh)
         section = model_cache_section(inventory, blockers, node_uid=cluster.node_uid)
-        return ModelCacheFacts(inventory, blockers, section, fresh)
+        return ModelCacheFacts(inventory, blockers, section, fresh, cluster.node_uid)
 
     def _inventory(self, now: Instant, boot_id: str, fresh: bool) -> CacheInventory:
         try:

@@ -4,8 +4,11 @@ A cache of 100,000 files must not make the idle tick expensive, so the last full
 the state directory (ports/model_cache_store.py) and two questions have two answers:
 - `for_report`: an inventory fresh enough for the report. The last walk is reused while a cheap
   change check (every directory's identity and mtime, each root's path components) sees no
-  change and it is younger than `model_cache_rewalk_s`; a change found sooner than
-  `model_cache_min_walk_interval_s` after the last walk waits for that interval.
+  change and it is younger than `model_cache_rewalk_s`; a change of content found sooner than
+  `model_cache_min_walk_interval_s` after the last walk waits for that interval. A root (or a
+  component of its path) that is not the directory the walk saw is looked for on every call,
+  interval or not: the report's id names the roots' identities, and it must never name
+  directories that are no longer there (a request made from it would only be refused).
 - `walk_now`: a full walk, always (intake, and before deletion).
 On every call, whatever the cache says, the mount table is read afresh (a nested mount makes
 the inventory untrusted at once) and the free space of `/` is measured afresh.
@@ -77,6 +80,27 @@ def inventory_from_json(doc: dict[str, Any]) -> CacheInventory:
     if [r.id for r in roots] != [spec.id for spec in CACHE_ROOTS]:
         raise ValueError("the cached inventory does not list both roots in order")
     return CacheInventory(roots=tuple(roots), problem=doc["problem"], inodes=doc["inodes"])
+
+
+def roots_replaced(tree: HostTree, dirs: dict[str, DirMark]) -> bool:
+    """Whether a root, or a component of its path, recorded by the walk is another inode now,
+    or appeared or went away. Mtimes are not compared: content changes wait for the interval."""
+    for spec in CACHE_ROOTS:
+        prefix = ""
+        for part in spec.path.strip("/").split("/"):
+            prefix += "/" + part
+            if prefix not in dirs:  # the walk stopped before it (an absent component)
+                break
+            mark = dirs[prefix]
+            try:
+                st = tree.lstat(prefix)
+            except TreeError:
+                return True
+            if (None if st is None else (st.dev, st.ino)) != (
+                None if mark is None else (mark[0], mark[1])
+            ):
+                return True
+    return False
 
 
 def changed(tree: HostTree, dirs: dict[str, DirMark]) -> bool:
@@ -167,7 +191,10 @@ class ModelCacheInventory:
         dirs: dict[str, DirMark] = {
             p: (m[0], m[1], m[2]) if m is not None else None for p, m in doc["dirs"].items()
         }
-        if age >= self.limits.model_cache_min_walk_interval_s and changed(self.tree, dirs):
+        if age >= self.limits.model_cache_min_walk_interval_s:
+            if changed(self.tree, dirs):
+                return None
+        elif roots_replaced(self.tree, dirs):
             return None
         try:
             return inventory_from_json(doc["inventory"])

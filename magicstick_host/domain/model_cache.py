@@ -138,9 +138,12 @@ class ModelCacheFacts:
 
     `fresh`: the inventory was walked and the workloads read on this tick (intake and every
     step of a cleanup need that); otherwise they are the report's, which may be minutes old.
-    `section` is the report's `modelCache` computed from them."""
+    `section` is the report's `modelCache` computed from them. `node_uid` is the Node's UID
+    its id names: "" when Kubernetes could not be read on this tick, and then the id names no
+    Node and cannot be compared with a reviewed one."""
 
     inventory: CacheInventory
     blockers: Blockers
     section: dict[str, Any]
     fresh: bool
+    node_uid: str

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 
 import pytest
 
 from magicstick_host import schemas
+from magicstick_host.domain.model_cache import model_cache_id
 from magicstick_host.ports.model_cache_store import CACHE_FILE, ModelCacheStore
 from magicstick_host.sim.model import Host
 from magicstick_host.sim.model_cache import NESTED_MOUNT, mountinfo
-from tests.model_cache.helpers import BOOT, HUB, OLLAMA, at, bare_root, inventory_of, write
+from tests.model_cache.helpers import BOOT, HUB, OLLAMA, at, bare_root, inventory_of, walk, write
 
 MIN = 60.0  # DEFAULT_LIMITS.model_cache_min_walk_interval_s
 REWALK = 300.0
@@ -95,6 +97,41 @@ def test_changes_the_cheap_check_sees(root: Path, state: Path, tmp_path: Path,
     assert again.last_source == "walked"
     if change == "root-symlinked":
         assert not inv.trusted and "/root/.cache is a symbolic link" in inv.problem
+
+
+@pytest.mark.parametrize("change", ["root-replaced", "root-removed", "component-replaced",
+                                    "root-appears"])
+def test_a_root_not_the_one_walked_is_seen_at_once(root: Path, state: Path,
+                                                   change: str) -> None:
+    """Inside the interval too: the report's id names the roots' identities, and a request
+    made from an id naming directories no longer there could only be refused."""
+    if change == "root-appears":
+        shutil.rmtree(root / OLLAMA)
+    first = inventory_of(root, store_dir=state).for_report(at(100), BOOT)
+    if change == "root-replaced":
+        os.rename(root / HUB, root / "hub.old")
+        write(root, f"{HUB}/models--a/blobs/1", 5000)
+    elif change == "root-removed":
+        shutil.rmtree(root / OLLAMA)
+    elif change == "component-replaced":
+        os.rename(root / "root/.cache", root / "cache.old")
+        write(root, f"{HUB}/models--a/blobs/1", 5000)
+    else:
+        write(root, f"{OLLAMA}/blobs/b", 5000)
+    soon = inventory_of(root, store_dir=state)
+    inv = soon.for_report(at(101), BOOT)
+    assert soon.last_source == "walked"
+    assert model_cache_id("uid", inv) != model_cache_id("uid", first)
+    assert model_cache_id("uid", inv) == model_cache_id("uid", walk(root))
+
+
+def test_content_changes_alone_still_wait_for_the_interval(root: Path, state: Path) -> None:
+    inventory_of(root, store_dir=state).for_report(at(100), BOOT)
+    (root / f"{HUB}/models--a/blobs/1").unlink()
+    os.utime(root / HUB)  # the root's mtime moves, its identity does not
+    soon = inventory_of(root, store_dir=state)
+    soon.for_report(at(101), BOOT)
+    assert soon.last_source == "cached"
 
 
 def test_walk_now_always_walks(root: Path, state: Path) -> None:

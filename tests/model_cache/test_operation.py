@@ -49,10 +49,10 @@ def inventory(problem: str = "", hub: tuple[int, int] = HUB_ID) -> CacheInventor
 
 
 def facts(inv: CacheInventory | None = None, blockers: Blockers | None = None,
-          fresh: bool = True) -> ModelCacheFacts:
+          fresh: bool = True, node_uid: str = "uid-1") -> ModelCacheFacts:
     inv, blockers = inv or inventory(), blockers or Blockers()
-    return ModelCacheFacts(inv, blockers, model_cache_section(inv, blockers, node_uid="uid-1"),
-                           fresh)
+    return ModelCacheFacts(inv, blockers, model_cache_section(inv, blockers, node_uid=node_uid),
+                           fresh, node_uid)
 
 
 def at(f: ModelCacheFacts | None) -> Situation:
@@ -140,6 +140,31 @@ def test_preparing_fails_with_nothing_deleted(seen: ModelCacheFacts, needle: str
     decision = decide(CLEAR_MODEL_CACHE, op(Phase.PREPARING), at(seen))
     assert isinstance(decision, SetPhase) and decision.phase == Phase.FAILED
     assert needle in decision.message and "Nothing was deleted." in decision.message
+
+
+def test_a_replaced_root_is_said_as_what_is_known() -> None:
+    decision = decide(CLEAR_MODEL_CACHE, op(Phase.PREPARING), at(facts(inventory(hub=(2049, 9)))))
+    assert isinstance(decision, SetPhase) and decision.phase == Phase.FAILED
+    assert decision.message == (
+        "The model caches changed since they were reviewed (a cache directory's identity "
+        "differs); review the Model cache page again and ask again. Nothing was deleted.")
+
+
+def test_a_node_registered_again_is_named_as_such() -> None:
+    decision = decide(CLEAR_MODEL_CACHE, op(Phase.PREPARING), at(facts(node_uid="uid-2")))
+    assert isinstance(decision, SetPhase) and decision.phase == Phase.FAILED
+    assert "Node changed" in decision.message and "UID differs" in decision.message
+    assert "cache directory" not in decision.message and "Nothing was deleted." in decision.message
+
+
+@pytest.mark.parametrize("blockers", [Blockers(), Blockers(error="no route to host")])
+def test_preparing_without_the_node_waits_whatever_the_caches_show(blockers: Blockers) -> None:
+    """The soak's "a cache directory was replaced": a Preparing tick that could not read the
+    Node computed the id without its UID. Nothing is compared, nothing is decided."""
+    for seen in (facts(node_uid="", blockers=blockers),
+                 facts(inventory(hub=(2049, 9)), blockers, node_uid="")):
+        decision = decide(CLEAR_MODEL_CACHE, op(Phase.PREPARING), at(seen))
+        assert isinstance(decision, Wait) and "Kubernetes" in decision.message
 
 
 @pytest.mark.parametrize("phase", [Phase.PREPARING, Phase.APPLYING])

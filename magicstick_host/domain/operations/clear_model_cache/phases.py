@@ -1,7 +1,8 @@
 """clear-model-cache, phase by phase (model-cache.md, "The operation", steps 2-4).
 
 Accepted → Preparing: the caches walked again and every check of intake repeated on fresh
-facts; the entries to delete are fixed then. Applying: one entry per tick, with the blockers
+facts (on a tick that cannot read the Node, it waits: the id names the Node); the entries to
+delete are fixed then. Applying: one entry per tick, with the blockers
 and the mount table (a fresh walk) looked at before each; a blocker stops it with the rest
 kept. A deletion whose outcome was never recorded is never resumed (classify).
 """
@@ -38,6 +39,9 @@ from magicstick_host.lite_dataclasses import replace
 DELETE_STEP = "delete-cache-entry"
 NOTHING_DELETED = "Nothing was deleted."
 WAIT_FRESH = "Waiting for a fresh look at the model caches and the model deployments."
+WAIT_KUBERNETES = ("Waiting for Kubernetes: the model caches are checked against this host's "
+                   "Node and its model deployments before anything is deleted.")
+ASK_AGAIN = "review the Model cache page again and ask again."
 TAMPERED = ("The recorded cleanup names an entry that is not a model-cache entry; the "
             "cleanup stopped and the remaining cache files were kept.")
 
@@ -55,9 +59,12 @@ def preparing(op: Operation, now: Situation) -> Decision:
     if not inventory.trusted:
         return SetPhase(Phase.FAILED, f"The model caches cannot be checked safely: "
                         f"{inventory.problem}. {NOTHING_DELETED}")
+    if not facts.node_uid:
+        # this tick could not read the Node (nor the workloads): the id it computed names no
+        # Node, so it says nothing about the caches; nothing has been done yet, so wait
+        return Wait(WAIT_KUBERNETES)
     if facts.section.get("id") != op.plan_id:
-        return SetPhase(Phase.FAILED, "The model caches changed since they were reviewed (a "
-                        f"cache directory was replaced). {NOTHING_DELETED}")
+        return SetPhase(Phase.FAILED, id_differs(data.node_uid, facts.node_uid))
     if blockers.error:
         return SetPhase(Phase.FAILED, f"The cleanup cannot start: {blockers.summary()}, so it "
                         f"cannot be told whether a model is using the caches. {NOTHING_DELETED}")
@@ -76,6 +83,17 @@ def preparing(op: Operation, now: Situation) -> Decision:
         "time.",
         data=replace(data, planned=True, remaining=planned(entries)),
     )
+
+
+def id_differs(accepted_node_uid: str, node_uid: str) -> str:
+    """What is known when this tick's id is not the reviewed one. The id names the Node's UID
+    and the roots' identities, and intake compared it under the UID recorded then: the same
+    UID now leaves the roots (one created, removed or replaced, which of these is not known)."""
+    if accepted_node_uid and node_uid != accepted_node_uid:
+        return ("This host's Node changed since the model caches were reviewed (its UID "
+                f"differs: it was registered again); {ASK_AGAIN} {NOTHING_DELETED}")
+    return ("The model caches changed since they were reviewed (a cache directory's identity "
+            f"differs); {ASK_AGAIN} {NOTHING_DELETED}")
 
 
 def applying(op: Operation, now: Situation) -> Decision:
