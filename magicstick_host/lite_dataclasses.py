@@ -21,6 +21,7 @@ standard module is not imported (it imports inspect, ast, dis and tokenize: anot
 from __future__ import annotations
 
 import reprlib
+import sys
 import typing
 from collections.abc import Callable
 from typing import Any, TypeVar, dataclass_transform, overload
@@ -67,14 +68,43 @@ def field(*, default: Any = MISSING, default_factory: Any = MISSING, repr: bool 
 
 def _fields_of(cls: type) -> dict[str, Field]:
     found: dict[str, Field] | None = getattr(cls, "__lite_fields__", None)
-    if found is None:
-        raise TypeError(f"{cls!r} is not a dataclass of magicstick_host.lite_dataclasses")
-    return found
+    if found is not None:
+        return found
+    if _is_standard(cls):  # the standard decorator's class (an operation's or a test's record)
+        return _standard_fields(cls)
+    raise TypeError(f"{cls!r} is not a dataclass")
+
+
+def _is_standard(cls: type) -> bool:
+    # a standard dataclass exists only once its module was imported: no import here
+    standard = sys.modules.get("dataclasses")
+    return standard is not None and bool(standard.is_dataclass(cls))
+
+
+_STANDARD: dict[type, dict[str, Field]] = {}
+
+
+def _standard_fields(cls: type) -> dict[str, Field]:
+    held = _STANDARD.get(cls)
+    if held is None:
+        import dataclasses
+
+        def own(v: Any) -> Any:
+            return MISSING if v is dataclasses.MISSING else v
+
+        held = {}
+        for f in dataclasses.fields(cls):
+            spec = Field(own(f.default), own(f.default_factory), f.repr, f.compare)
+            spec.name, spec.type = f.name, f.type
+            held[f.name] = spec
+        _STANDARD[cls] = held
+    return held
 
 
 def is_dataclass(obj: object) -> bool:
+    """Whether `obj` is a dataclass (or an instance of one), of this module or the standard."""
     cls = obj if isinstance(obj, type) else type(obj)
-    return hasattr(cls, "__lite_fields__")
+    return hasattr(cls, "__lite_fields__") or _is_standard(cls)
 
 
 def fields(class_or_instance: object) -> tuple[Field, ...]:

@@ -157,3 +157,13 @@ def test_the_modules_own_functions_match_the_standard_ones() -> None:
     assert lite.replace(m, name="b") == mine("b", 2, ("t",), "s")
     with pytest.raises(TypeError):
         lite.replace(m, colour="red")
+
+
+def test_the_modules_functions_take_standard_dataclasses_too() -> None:
+    """An operation's data record may be a standard dataclass (tests/domain/toy_operation.py)."""
+    std, _ = pair(True)
+    item = std("a", 2, ("t",), "s")
+    assert lite.is_dataclass(std) and lite.is_dataclass(item)
+    assert [f.name for f in lite.fields(std)] == ["name", "size", "tags", "secret"]
+    assert lite.asdict(item) == dataclasses.asdict(item)
+    assert lite.replace(item, size=5) == std("a", 5, ("t",), "s")
