@@ -42,6 +42,9 @@ class Limits:
     model_cache_rewalk_s: float = 300.0
     # ... and, when the cheap change check sees a change, no sooner than this after the last walk
     model_cache_min_walk_interval_s: float = 60.0
+    # the unconsumed network request Secrets (10 minutes old) are looked for this often, so a
+    # forgotten password is gone 10 to 15 minutes after it was sent, at 12 LISTs an hour
+    network_secret_sweep_interval_s: float = 300.0
 
 
 DEFAULT_LIMITS = Limits()

@@ -153,3 +153,15 @@ def stale_request_secrets(
         if created is not None and now - created > STALE_AFTER:
             stale.append((name, uid))
     return stale
+
+
+def sweep_due(last: dict[str, Any] | None, *, boot_id: str, boottime: float,
+              interval_s: float) -> bool:
+    """Whether the stale request Secrets are looked for now: `last` is the record of the last
+    look ({"bootId", "boottime"}); none, another boot or a clock that went back means now."""
+    if not isinstance(last, dict) or not boot_id or last.get("bootId") != boot_id:
+        return True
+    then = last.get("boottime")
+    if not isinstance(then, (int, float)) or isinstance(then, bool):
+        return True
+    return not 0 <= boottime - then < interval_s

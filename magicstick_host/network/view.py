@@ -29,6 +29,7 @@ from magicstick_host.domain.network_request import (
     NODE_LABEL,
     SECRET_NAMESPACE,
     stale_request_secrets,
+    sweep_due,
 )
 from magicstick_host.domain.network_trial import TrialRecord
 from magicstick_host.domain.offers import HOST_BUSY
@@ -78,8 +79,12 @@ def network_capabilities(
     store = NetworkStore(deps.store.directory)
     notes: list[str] = []
     trial, problem = _tidy(store, running_network_op(active), notes)
-    if deps.kube is not None and cluster.ok:
-        notes += _delete_stale_secrets(deps.kube, cluster, now, deps.limits)
+    if deps.kube is not None and cluster.ok and sweep_due(
+        store.load_sweep(), boot_id=ev.boot_id or "", boottime=now.boottime,
+        interval_s=deps.limits.network_secret_sweep_interval_s,
+    ):
+        notes += _sweep_stale_secrets(deps.kube, store, cluster, ev.boot_id or "", now,
+                                      deps.limits)
     inventory = network_inventory(ev.network or NOT_COLLECTED, node_internal_ips(cluster.node))
     try:
         key: bytes | None = store.id_key()
@@ -132,8 +137,8 @@ def _tidy(store: NetworkStore, running: Operation | None,
         return None, f"The network trial record cannot be read: {exc}"
 
 
-def _delete_stale_secrets(kube: KubePort, cluster: ClusterView, now: Instant,
-                          limits: Limits) -> list[str]:
+def _sweep_stale_secrets(kube: KubePort, store: NetworkStore, cluster: ClusterView,
+                         boot_id: str, now: Instant, limits: Limits) -> list[str]:
     uid = cluster.node_uid
     try:
         with kube.budget(limits.kube_read_budget_s):
@@ -146,4 +151,10 @@ def _delete_stale_secrets(kube: KubePort, cluster: ClusterView, now: Instant,
                     continue  # gone or replaced meanwhile: not ours to delete any more
     except KubeError as exc:
         return [f"network: the stale request Secrets could not be listed: {exc}"]
-    return [f"network: deleted {len(stale)} unconsumed request Secret(s)"] if stale else []
+    notes = [f"network: deleted {len(stale)} unconsumed request Secret(s)"] if stale else []
+    if boot_id:
+        try:
+            store.save_sweep(boot_id, now.boottime)
+        except (NetworkStoreError, OSError) as exc:  # the next tick looks again: no harm
+            notes.append(f"network: the Secret sweep time could not be saved: {exc}")
+    return notes

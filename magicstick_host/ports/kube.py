@@ -22,7 +22,7 @@ A budget counts the time spent inside calls (a playbook between two calls spends
 A call whose budget is used up fails at once with KubeTemporaryError, without being sent.
 
 Two transports carry the calls, with the same answers and errors: the lean one (kube_http.py,
-the standard library's http.client and ssl) for the kubeconfigs it understands (client
+the standard library's socket and ssl) for the kubeconfigs it understands (client
 certificate, bearer token, CA, insecure-skip-tls-verify: kubeconfig.py), and the official
 client (kube_official.py, imported only then) for the rest (exec plugins, auth providers, ...).
 Adding a call is one method on RealKube (and its line on KubePort) over `_request`.

@@ -15,19 +15,18 @@ never replayed).
 
 from __future__ import annotations
 
-import http.client
 import io
 import json
 import os
 import select
 import socket
 import ssl
-import threading
 import time
 from typing import Any
 from urllib.parse import urlencode
 
 from magicstick_host.errors import KubeConfigError, KubeTemporaryError
+from magicstick_host.ports.http_response import BadResponse, read_response
 from magicstick_host.ports.kubeconfig import KubeConfig
 
 # larger answers are refused: the worker reads single objects and small lists
@@ -60,7 +59,7 @@ class _Connection:
             view = view[sent:]
 
     def makefile(self, mode: str) -> io.BufferedReader:
-        # what http.client.HTTPResponse reads the status line, headers and body from
+        # what read_response reads the status line, headers and body from
         return io.BufferedReader(_Reader(self))
 
     def dropped(self) -> bool:
@@ -97,6 +96,8 @@ def _resolve(host: str, port: int, deadline: float) -> list[Any]:
         return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
     except socket.gaierror:
         pass
+    import threading  # only for names: the appliance's kubeconfig names 127.0.0.1
+
     found: list[Any] = []
     failed: list[BaseException] = []
 
@@ -210,14 +211,14 @@ class LeanTransport:
         if kept is not None:
             try:
                 return self._exchange(kept, message, method, deadline)
-            except (OSError, http.client.HTTPException) as exc:
+            except (OSError, BadResponse) as exc:
                 # the server may close a kept connection just as a request leaves: a read can
                 # go again on a new one, a write never (it may have arrived)
                 if method != "GET" or isinstance(exc, TimeoutError):
                     raise KubeTemporaryError(self._why(exc, timeout)) from exc
         try:
             return self._exchange(self._connect(deadline), message, method, deadline)
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, BadResponse) as exc:
             raise KubeTemporaryError(self._why(exc, timeout)) from exc
 
     def _exchange(
@@ -227,20 +228,18 @@ class LeanTransport:
         try:
             connection.deadline = deadline
             connection.sendall(message)
-            response = http.client.HTTPResponse(connection, method=method)  # type: ignore[arg-type]
-            response.begin()
-            answer = response.read(MAX_BODY_BYTES + 1)
+            response = read_response(connection.makefile("rb"), method, MAX_BODY_BYTES)
         except BaseException:
             connection.close()
             raise
-        if len(answer) > MAX_BODY_BYTES:
+        if len(response.body) > MAX_BODY_BYTES:
             connection.close()
             raise KubeTemporaryError(f"the answer is larger than {MAX_BODY_BYTES} bytes")
-        if response.isclosed() and not response.will_close:
+        if response.reusable:
             self._connection = connection
         else:
             connection.close()
-        return response.status, answer
+        return response.status, response.body
 
     def _connect(self, deadline: float) -> _Connection:
         config = self.config

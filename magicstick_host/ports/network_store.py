@@ -5,6 +5,8 @@
 - `settings.json`: the approved settings *with* the password, 0600, only while a trial needs
   them (removed when it ends): the one place a credential lives outside /etc/netplan;
 - `scan.json`: the last Wi-Fi scan as the report publishes it (`network.scan`);
+- `secret-sweep.json`: when the stale request Secrets were last looked for (boot ID and
+  CLOCK_BOOTTIME seconds); losing it only brings the next look forward;
 - `backup/`: the copies of /etc/netplan/*.yaml taken before the trial changed anything
   (written as `backup.partial-*` and renamed when complete, so a half backup is never used);
 - `trial.lock`: flock(2) lock serialising the tick's trial steps, the deadline rollback and
@@ -47,6 +49,7 @@ KEY_FILE = "id.key"
 TRIAL_FILE = "trial.json"
 SETTINGS_FILE = "settings.json"
 SCAN_FILE = "scan.json"
+SWEEP_FILE = "secret-sweep.json"
 BACKUP_DIR = "backup"
 LOCK_FILE = "trial.lock"
 KEY_BYTES = 32
@@ -223,6 +226,20 @@ class NetworkStore:
         except (NetworkStoreError, ValueError):
             return None
         return doc if isinstance(doc, dict) else None
+
+    # -- when the stale request Secrets were last looked for --------------------------------
+
+    def load_sweep(self) -> dict[str, Any] | None:
+        """The last look's record, or None (none yet, or unreadable: the look is just due)."""
+        try:
+            data = self._read(SWEEP_FILE, 4096) if self.directory.exists() else None
+            doc = loads_strict(data) if data is not None else None
+        except (NetworkStoreError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def save_sweep(self, boot_id: str, boottime: float) -> None:
+        self._write(SWEEP_FILE, json.dumps({"bootId": boot_id, "boottime": boottime}).encode())
 
     # -- the backup ------------------------------------------------------------------------
 

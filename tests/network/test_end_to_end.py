@@ -338,3 +338,36 @@ def test_stale_request_secrets_of_this_node_are_deleted_after_10_minutes(
     world.clock.advance(11 * 60)
     world.tick()
     assert world.secret(request_id) is None
+
+
+def test_the_stale_secret_sweep_runs_every_5_minutes_not_every_tick(world: NetworkWorld) -> None:
+    """One LIST per 5 minutes instead of one per tick (issue 15): a Secret that turns stale
+    between two looks waits for the next one, and is gone at most 15 minutes after it came."""
+    from tests.harness.world import random_hex
+
+    request_id = random_hex(32)
+    world.create_secret(request_id, STATIC_KEEPING_THE_CLUSTER_ADDRESS)
+    world.tick()  # looks: nothing is stale yet
+    world.clock.advance(8 * 60)
+    world.tick()  # looks again (8 minutes on): still not stale
+    world.clock.advance(3 * 60)
+    world.tick()  # 11 minutes old, but the last look was 3 minutes ago
+    assert world.secret(request_id) is not None
+    world.clock.advance(2 * 60)
+    world.tick()
+    assert world.secret(request_id) is None
+
+
+def test_a_lost_sweep_record_only_brings_the_next_look_forward(world: NetworkWorld) -> None:
+    from tests.harness.world import random_hex
+
+    request_id = random_hex(32)
+    world.create_secret(request_id, STATIC_KEEPING_THE_CLUSTER_ADDRESS)
+    world.tick()
+    world.clock.advance(11 * 60)
+    sweep = world.store.directory / "secret-sweep.json"
+    assert sweep.exists()
+    sweep.write_text("{not json")
+    world.tick()
+    assert world.secret(request_id) is None
+    assert json.loads(sweep.read_text())["boottime"] >= 11 * 60  # written again

@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from magicstick_host.domain.network_request import (
     NetworkRef,
@@ -17,6 +19,7 @@ from magicstick_host.domain.network_request import (
     read_request_secret,
     stale_request_secrets,
     strict_base64,
+    sweep_due,
 )
 
 REQUEST = "0123456789abcdef0123456789abcdef"
@@ -117,3 +120,20 @@ def test_stale_request_secrets_of_this_node_only() -> None:
     assert stale_request_secrets(secrets_, node_uid=NODE, now=now) == [
         (f"host-network-{REQUEST}", "secret-uid-1")]
     assert stale_request_secrets(secrets_, node_uid=NODE, now=now - timedelta(minutes=2)) == []
+
+
+@given(
+    last_boot=st.sampled_from(["b1", "b2", ""]),
+    then=st.one_of(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), st.none(),
+                   st.text(max_size=3), st.booleans()),
+    now=st.floats(min_value=0, max_value=1e6, allow_nan=False),
+)
+def test_the_sweep_is_due_unless_the_last_look_is_of_this_boot_and_recent(
+    last_boot: str, then: object, now: float
+) -> None:
+    last = {"bootId": last_boot, "boottime": then}
+    due = sweep_due(last, boot_id="b1", boottime=now, interval_s=300.0)
+    recent = (last_boot == "b1" and isinstance(then, float) and 0 <= now - then < 300.0)
+    assert due is not recent
+    assert sweep_due(None, boot_id="b1", boottime=now, interval_s=300.0)
+    assert sweep_due(last, boot_id="", boottime=now, interval_s=300.0)
