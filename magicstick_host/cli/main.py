@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from magicstick_host.cli.journal import say
 from magicstick_host.cli.tick_fast import fast_arguments
@@ -131,5 +131,31 @@ def _cli() -> click.Group:
     return cli
 
 
-def entry_point() -> None:
-    sys.exit(main())
+def entry_point() -> NoReturn:
+    _leave(main())
+
+
+def _leave(code: int) -> NoReturn:
+    """End the process with `code`, skipping the interpreter's teardown when nothing needs it.
+
+    The teardown (a full garbage collection and the freeing of every module) is about a tenth
+    of an idle tick's CPU, 5,760 times a day, for a process whose memory the kernel frees
+    anyway. What a normal exit does that matters is done here first: the atexit handlers (the
+    logging module's flush among them) and flushing stdout and stderr. A process with another
+    non-daemon thread still running exits normally, which waits for it."""
+    threading = sys.modules.get("threading")
+    if threading is not None and any(
+        t.is_alive() and not t.daemon for t in threading.enumerate()
+        if t is not threading.main_thread()
+    ):
+        sys.exit(code)
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said there
+            pass
+    os._exit(code)
