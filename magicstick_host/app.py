@@ -100,12 +100,15 @@ def gather(
     profiles: Sequence[Profile],
     runner: CommandRunner | None = None,
     memo_for: MemoFactory | None = None,
+    *,
+    network: bool = True,
 ) -> Evidence:
     return collect_evidence(
         RootedHostFS(root),
         runner or query_runner(root),
         profile_package_names(profiles),
         memo_for,
+        network=network,
     )
 
 
@@ -122,8 +125,13 @@ def inspect_host(
     clock: Clock | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> dict[str, Any]:
-    profiles = profiles_from(profiles_dir)
-    ev = gather(root, profiles)
+    from magicstick_host.ports.command_memo import console_memos
+
+    # the timer's memos, read-only: a console inspect need not parse dpkg's status and the
+    # profiles again when their bytes have not changed; the network is not in its report
+    memo_for = console_memos(root)
+    profiles = profiles_from(profiles_dir, memo_for("profiles.json"))
+    ev = gather(root, profiles, memo_for=memo_for, network=False)
     now = (clock or RealClock()).now()
     return build_inspection(ev, profiles, limits, observed_at=now.wall, root=root)
 
@@ -201,7 +209,7 @@ def tick_deps(
     return TickDeps(
         root=root,
         # the timer's ticks remember `netplan get` by the files it reads, and the dpkg status
-        # by its bytes (ports/command_memo.py); inspect always asks
+        # by its bytes (ports/command_memo.py); inspect reads these memos, never writes them
         gather=lambda: gather(root, profiles, runner, runtime_memo),
         runner=runner,
         clock=clock,

@@ -142,7 +142,10 @@ def _leave(code: int) -> NoReturn:
     of an idle tick's CPU, 5,760 times a day, for a process whose memory the kernel frees
     anyway. What a normal exit does that matters is done here first: the atexit handlers (the
     logging module's flush among them) and flushing stdout and stderr. A process with another
-    non-daemon thread still running exits normally, which waits for it."""
+    non-daemon thread still running exits normally, which waits for it, and so does one run
+    under a profiler, a debugger or a coverage tracer, which write their results after it."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)
     threading = sys.modules.get("threading")
     if threading is not None and any(
         t.is_alive() and not t.daemon for t in threading.enumerate()

@@ -13,12 +13,18 @@ worker promises holds no credential): it lives in the service's runtime director
 (`RuntimeDirectory=`, a tmpfs emptied at every boot, named in $RUNTIME_DIRECTORY), one 0600 file
 replaced atomically, like the root-only netplan files it was read from. Without that directory
 (a tick at the console) there is no memo and netplan is asked every time.
+
+`inspect` and `status` at the console read the timer's memos but never write them
+(`console_memos`): the preflight changes nothing, and a memo whose key does not match what it
+reads now is not used. They trust the directory only as the unit makes it: a directory (not a
+symlink) owned by root or by the caller, writable by no one else.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +33,8 @@ from typing import Protocol
 MEMO_VERSION = 1
 MAX_AGE_S = 3600.0
 MAX_MEMO_BYTES = 4 * 1024 * 1024
+# the unit's RuntimeDirectory=magicstick-host (units/magicstick-host-management.service)
+UNIT_RUNTIME_DIR = "/run/magicstick-host"
 
 
 class CommandMemo(Protocol):
@@ -42,6 +50,38 @@ MemoFactory = Callable[[str], "CommandMemo | None"]
 def runtime_memo(name: str) -> FileCommandMemo | None:
     value = os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
     return FileCommandMemo(Path(value) / name) if value else None
+
+
+def console_memos(root: str) -> MemoFactory:
+    """The timer's memos, read-only: $RUNTIME_DIRECTORY when set, else the unit's directory
+    when `root` is this machine's; none for a simulated root or an untrusted directory."""
+    value = os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
+    directory = value or (UNIT_RUNTIME_DIR if os.path.realpath(root) == "/" else "")
+    if not directory or not _trusted_directory(directory):
+        return lambda name: None
+    return lambda name: ReadOnlyMemo(FileCommandMemo(Path(directory) / name))
+
+
+def _trusted_directory(path: str) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return (stat.S_ISDIR(info.st_mode) and info.st_uid in (0, os.geteuid())
+            and not info.st_mode & 0o022)
+
+
+class ReadOnlyMemo:
+    """A memo that is consulted and never written."""
+
+    def __init__(self, memo: CommandMemo) -> None:
+        self.memo = memo
+
+    def recall(self, key: str) -> str | None:
+        return self.memo.recall(key)
+
+    def remember(self, key: str, output: str) -> None:
+        return None
 
 
 class FileCommandMemo:

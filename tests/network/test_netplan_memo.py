@@ -71,3 +71,24 @@ def test_the_memo_lives_only_in_the_runtime_directory(tmp_path: Path, monkeypatc
     memo = runtime_memo("netplan-get.json")
     assert memo is not None and memo.path == tmp_path / "run" / "netplan-get.json"
     assert HOME_PASSPHRASE  # the scenario's key, which the memo may hold on the tmpfs only
+
+
+def test_a_runtime_directory_others_can_write_is_not_trusted(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from magicstick_host.ports.command_memo import console_memos
+
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    monkeypatch.setenv("RUNTIME_DIRECTORY", str(run))
+    memo = console_memos("/")("netplan-get.json")
+    assert memo is not None
+    memo.remember("k", "output")
+    assert list(run.iterdir()) == []  # read-only
+    os.chmod(run, 0o777)
+    assert console_memos("/")("netplan-get.json") is None
+    os.chmod(run, 0o700)
+    link = tmp_path / "link"
+    link.symlink_to(run)
+    monkeypatch.setenv("RUNTIME_DIRECTORY", str(link))
+    assert console_memos("/")("netplan-get.json") is None
+    monkeypatch.delenv("RUNTIME_DIRECTORY")
+    assert console_memos(str(tmp_path))("netplan-get.json") is None  # a simulated root
