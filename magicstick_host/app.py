@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
-import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,19 +48,29 @@ def is_sim_root(root: str) -> bool:
     return os.path.isfile(os.path.join(root, SIM_MARKER))
 
 
-def simulator() -> types.SimpleNamespace:
-    """The host simulator's entry points, imported only now: it is for demos and tests, and
-    the appliance install leaves it out (then this is bad input, one line)."""
-    try:
-        from magicstick_host.sim import boot, runner, scenarios, writer
-    except ImportError as exc:
-        from magicstick_host.errors import BadInputError
+class _Simulator:
+    """The host simulator's entry points (boot, runner, scenarios, writer), each module
+    imported when first used: it is for demos and tests, and the appliance install leaves it
+    out (then this is bad input, one line)."""
 
-        raise BadInputError(
-            f"the host simulator is not installed here ({exc.name}); simulated hosts are for "
-            "demos and tests, from a checkout"
-        ) from None
-    return types.SimpleNamespace(boot=boot, runner=runner, scenarios=scenarios, writer=writer)
+    PARTS = ("boot", "runner", "scenarios", "writer")
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in self.PARTS:
+            raise AttributeError(name)
+        try:
+            return importlib.import_module(f"magicstick_host.sim.{name}")
+        except ImportError as exc:
+            from magicstick_host.errors import BadInputError
+
+            raise BadInputError(
+                f"the host simulator is not installed here ({exc.name}); simulated hosts are "
+                "for demos and tests, from a checkout"
+            ) from None
+
+
+def simulator() -> Any:
+    return _Simulator()
 
 
 def query_runner(root: str) -> CommandRunner:

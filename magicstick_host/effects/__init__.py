@@ -4,6 +4,8 @@
 the effect that performs it; adding a step is one effect module and one line here. `perform`
 returns (ok, detail) and never retries. An exception escaping it (a crash, a bug) leaves the
 step's intent without an outcome, which the next tick classifies.
+
+Each effect's module is imported when its step runs: the timer's idle ticks run none.
 """
 
 from __future__ import annotations
@@ -12,12 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from magicstick_host.effects.gpu_evidence import refresh_gpu_evidence
-from magicstick_host.effects.model_cache import delete_cache_entry
-from magicstick_host.effects.module import activate_module
-from magicstick_host.effects.playbook import run_playbook
-from magicstick_host.effects.shutdown import schedule_shutdown
-from magicstick_host.effects.sysfs import write_carveout
 from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.ports.clock import Clock
 from magicstick_host.ports.hostfs import RootedHostFS
@@ -70,6 +66,8 @@ def _network(step: str) -> Effect:
 
 
 def _shutdown(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> tuple[bool, str]:
+    from magicstick_host.effects.shutdown import schedule_shutdown
+
     return schedule_shutdown(
         ports.runner, str(inputs["mode"]), int(inputs["delayMinutes"]), str(inputs["text"])
     )
@@ -78,6 +76,8 @@ def _shutdown(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> t
 def _install_packages(
     inputs: dict[str, Any], ports: EffectPorts, request_uid: str
 ) -> tuple[bool, str]:
+    from magicstick_host.effects.playbook import run_playbook
+
     return run_playbook(
         ports,
         "prepare.yml",
@@ -92,6 +92,8 @@ def _install_packages(
 
 
 def _write_ttm(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> tuple[bool, str]:
+    from magicstick_host.effects.playbook import run_playbook
+
     return run_playbook(
         ports,
         "memory.yml",
@@ -107,20 +109,28 @@ def _write_ttm(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> 
 def _write_carveout(
     inputs: dict[str, Any], ports: EffectPorts, request_uid: str
 ) -> tuple[bool, str]:
+    from magicstick_host.effects.sysfs import write_carveout
+
     return write_carveout(ports.hostfs, str(inputs["pciAddress"]), int(inputs["index"]))
 
 
 def _refresh(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> tuple[bool, str]:
+    from magicstick_host.effects.gpu_evidence import refresh_gpu_evidence
+
     return refresh_gpu_evidence(ports.runner, str(inputs["path"]), float(inputs["timeoutSeconds"]))
 
 
 def _activate(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> tuple[bool, str]:
+    from magicstick_host.effects.module import activate_module
+
     return activate_module(ports.kube, inputs)
 
 
 def _delete_cache_entry(
     inputs: dict[str, Any], ports: EffectPorts, request_uid: str
 ) -> tuple[bool, str]:
+    from magicstick_host.effects.model_cache import delete_cache_entry
+
     identity = inputs["rootIdentity"]
     out = delete_cache_entry(
         ports.hostfs.root, str(inputs["root"]), str(inputs["entry"]),

@@ -24,13 +24,9 @@ from pathlib import Path
 from magicstick_host.domain.evidence import GPU_PUBLISHER
 from magicstick_host.ports.runner import NOT_FOUND, CommandResult
 from magicstick_host.sim import network
-from magicstick_host.sim.ansible import PlaybookUsageError, PlayLog, parse_call
-from magicstick_host.sim.converge import run_converge
 from magicstick_host.sim.effects_log import EFFECTS_LOG, read_effects, record
 from magicstick_host.sim.faults import GPU_PUBLISH_FAILS, SHUTDOWN, SimulatedCrash, take_one_shot
-from magicstick_host.sim.memory_playbook import initramfs_argv, run_memory
 from magicstick_host.sim.model import Host, ScheduledShutdown
-from magicstick_host.sim.prepare_playbook import run_prepare
 from magicstick_host.sim.writer import load_host, write_host
 
 __all__ = ["EFFECTS_LOG", "SimRunner", "read_effects"]
@@ -101,6 +97,12 @@ class SimRunner:
         stdout_path: str | None,
         env: Mapping[str, str] | None = None,
     ) -> CommandResult:
+        # the simulated playbooks, imported when one runs (an idle simulated tick runs none)
+        from magicstick_host.sim.ansible import PlaybookUsageError, PlayLog, parse_call
+        from magicstick_host.sim.converge import run_converge
+        from magicstick_host.sim.memory_playbook import initramfs_argv, run_memory
+        from magicstick_host.sim.prepare_playbook import run_prepare
+
         try:
             call = parse_call(args)
         except PlaybookUsageError as exc:

@@ -12,10 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import stat
-import tempfile
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +21,7 @@ from magicstick_host.sim.codec import host_from_dict, host_to_dict
 from magicstick_host.sim.entries import Dir, Entry, File, Link, Socket
 from magicstick_host.sim.faults import CARVEOUT_WRITE
 from magicstick_host.sim.model import Host, default_boot_id
-from magicstick_host.sim.model_cache import populate_model_caches
 from magicstick_host.sim.network import take_back_netplan
-from magicstick_host.sim.render import render
-from magicstick_host.sim.scenarios import SCENARIOS
 
 SIM_DIR = ".magicstick-sim"
 HOST_JSON = f"{SIM_DIR}/host.json"
@@ -38,6 +32,10 @@ MODPROBE_DIRS = ("etc/modprobe.d", "run/modprobe.d", "usr/lib/modprobe.d", "lib/
 
 def build_host(name: str, *, boot_id: str | None = None) -> Host:
     """The model of scenario `name`, with its boot ID set (deterministic unless overridden)."""
+    # the scenarios, the renderer and the cache builder are imported by what builds or
+    # renders a host, not by the sim executor's reads (an idle simulated tick only loads)
+    from magicstick_host.sim.scenarios import SCENARIOS
+
     scenario = SCENARIOS.get(name)
     if scenario is None:
         valid = ", ".join(sorted(SCENARIOS))
@@ -48,6 +46,11 @@ def build_host(name: str, *, boot_id: str | None = None) -> Host:
 
 
 def create_host(name: str, directory: Path, *, boot_id: str | None = None) -> None:
+    import shutil
+    import tempfile
+
+    from magicstick_host.sim.model_cache import populate_model_caches
+
     host = build_host(name, boot_id=boot_id)
     directory = Path(directory)
     if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
@@ -69,6 +72,8 @@ def create_host(name: str, directory: Path, *, boot_id: str | None = None) -> No
 
 def write_host(host: Host, root: Path) -> None:
     """Render `host` into `root`, removing what an earlier render made and no longer makes."""
+    from magicstick_host.sim.render import render
+
     root = Path(root)
     entries = render(host)
     # a broken sysfs attribute (sim.faults.break_carveout_write) is left exactly as it is
@@ -184,4 +189,6 @@ def _normalise_boot_id(value: str) -> str:
     text = value.strip().lower()
     if not re.fullmatch(r"[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}", text):
         raise BadInputError(f"boot id {value!r} is not a UUID like 8-4-4-4-12 hex digits")
+    import uuid
+
     return str(uuid.UUID(text))
