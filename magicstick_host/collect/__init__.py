@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from magicstick_host.collect.kfd import collect_dev_kfd, collect_kfd_nodes
-from magicstick_host.collect.network import collect_network
 from magicstick_host.collect.nvidia import collect_nvidia
 from magicstick_host.collect.os_kernel import (
     collect_arch,
@@ -27,9 +26,10 @@ from magicstick_host.collect.services import collect_services
 from magicstick_host.collect.system_memory import collect_memory
 from magicstick_host.collect.ttm import collect_ttm
 from magicstick_host.domain.evidence import Evidence
+from magicstick_host.domain.network_evidence import NetworkEvidence
 from magicstick_host.domain.parsers.cmdline import split_cmdline
 from magicstick_host.lite_dataclasses import replace
-from magicstick_host.ports.command_memo import MemoFactory
+from magicstick_host.ports.command_memo import CommandMemo, MemoFactory
 from magicstick_host.ports.hostfs import HostFS
 from magicstick_host.ports.runner import CommandRunner
 
@@ -76,7 +76,7 @@ def collect_evidence(
         packages=collect_packages(r, package_names, kernel.release, memo("dpkg-status.json")),
         nvidia=collect_nvidia(r, runner, pci),
         services=collect_services(r, cmdline),
-        network=collect_network(fs, runner, memo("netplan-get.json")) if network else None,
+        network=_network(fs, runner, memo("netplan-get.json")) if network else None,
     )
     # the unknowns are complete only once every area above has been read
     return replace(evidence, unknowns=tuple(r.unknowns))
@@ -88,3 +88,9 @@ def collect_gpu_health(fs: HostFS, runner: CommandRunner) -> Evidence:
     r = Reader(fs)
     pci = collect_pci(r)
     return Evidence(pci=pci, nvidia=collect_nvidia(r, runner, pci), unknowns=tuple(r.unknowns))
+
+
+def _network(fs: HostFS, runner: CommandRunner, memo: CommandMemo | None) -> NetworkEvidence:
+    from magicstick_host.collect.network import collect_network  # the tick's, not inspect's
+
+    return collect_network(fs, runner, memo)

@@ -6,7 +6,6 @@ uname -m) go through it, so the host simulator can stand in for the real machine
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -71,6 +70,8 @@ class RealRunner:
         stdout_path: str | None = None,
         pass_fds: Sequence[int] = (),
     ) -> CommandResult:
+        import subprocess  # with threading and selectors: only for a process that runs one
+
         args = tuple(argv)
         try:
             if stdout_path is not None:
