@@ -6,7 +6,7 @@ import json
 
 import click
 
-from magicstick_host import app
+from magicstick_host import app_console
 from magicstick_host.cli.status_cmd import viewer_state_dir_option
 from magicstick_host.domain.history import render_history
 from magicstick_host.errors import ExitCode
@@ -20,6 +20,6 @@ def history_command(state_dir: str, as_json: bool) -> int:
 
     Read-only. Inspect it before issuing a new request after a failure or an interruption.
     """
-    doc = app.history_document(state_dir)
+    doc = app_console.history_document(state_dir)
     click.echo(json.dumps(doc, indent=2, sort_keys=True) if as_json else render_history(doc))
     return int(ExitCode.OK)

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from magicstick_host import app
+from magicstick_host import app, app_console
 from magicstick_host.cli.options import (
     DEFAULT_STATE_DIR,
     profiles_option,
@@ -39,7 +39,7 @@ def status_command(root: str, state_dir: str, node_name: str | None, as_json: bo
     """Show the current operation, its steps, restarts used, what blocks the worker (with the
     command that fixes it), the last host convergence run, the NVIDIA health, and what to do
     next. Read-only."""
-    doc = app.status_document(state_dir, node_name, root=root)
+    doc = app_console.status_document(state_dir, node_name, root=root)
     click.echo(json.dumps(doc, indent=2, sort_keys=True) if as_json else render_status(doc))
     return int(ExitCode.OK)
 
@@ -70,5 +70,5 @@ def recover_command(
         raise BadInputError(f"--confirm {confirm!r} does not match this host's name {name!r}")
     click.echo(render_inspection(app.inspect_host(root, profiles_dir)))
     click.echo("")
-    click.echo(app.recover(state_dir, name))
+    click.echo(app_console.recover(state_dir, name))
     return int(ExitCode.OK)

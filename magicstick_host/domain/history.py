@@ -85,7 +85,7 @@ def _subject(entry: dict[str, Any]) -> dict[str, str]:
             "requestUid": _text(archived.get("requestUid")),
             "requestId": _text(archived.get("requestId")),
             "action": _text(archived.get("action")),
-            # recover archives an active operation as Interrupted (app.recover)
+            # recover archives an active operation as Interrupted (app_console.recover)
             "phase": phase if phase in TERMINAL_PHASES else str(Phase.INTERRUPTED),
         }
     return {

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from magicstick_host import app, schemas
+from magicstick_host import app_console, schemas
 from magicstick_host.converge import ConvergeDeps, run_converge
 from magicstick_host.errors import ExitCode
 from magicstick_host.ports.clock import RealClock
@@ -45,7 +45,7 @@ def hermetic_ansible(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def status(state_dir: Path) -> dict[str, Any]:
-    doc = app.status_document(str(state_dir), "magicstick")
+    doc = app_console.status_document(str(state_dir), "magicstick")
     assert schemas.errors("status", doc) == []
     return doc
 

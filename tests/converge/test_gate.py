@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from magicstick_host import app, schemas
+from magicstick_host import app, app_console, schemas
 from magicstick_host.cli.converge_cmd import build_converge_deps, converge_command
 from magicstick_host.converge import ConvergeDeps, ConvergeResult, run_converge
 from magicstick_host.domain.operations.prepare_gpu.data import PrepareData
@@ -73,7 +73,7 @@ def journal(state_dir: Path) -> list[dict[str, Any]]:
 
 
 def status(state_dir: Path) -> dict[str, Any]:
-    doc = app.status_document(str(state_dir), "magicstick")
+    doc = app_console.status_document(str(state_dir), "magicstick")
     assert schemas.errors("status", doc) == []
     return doc
 
@@ -115,7 +115,7 @@ def test_an_idle_host_converges_and_status_shows_the_run(tmp_path: Path, state_d
     assert len(playbook_runs(root)) == 2
     run = status(state_dir)["convergence"]
     assert run["changedTasks"] == [] and "nothing changed" in run["message"]
-    rendered = app.status_document(str(state_dir), "magicstick")
+    rendered = app_console.status_document(str(state_dir), "magicstick")
     from magicstick_host.domain.status_view import render_status
 
     assert "Converge:   succeeded" in render_status(rendered)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from magicstick_host import app
+from magicstick_host import app_console
 from magicstick_host.ports.kube import RealKube
 from magicstick_host.sim.network_scenarios import HOME_PASSPHRASE
 from tests.kubeserver.fixtures import KubeCluster
@@ -309,7 +309,7 @@ def test_a_running_trial_blocks_every_other_operation(world: NetworkWorld) -> No
     world.kube.delete_hostoperation(world.request_name, obj["metadata"]["uid"])
     world.tick()  # the worker stops (blocked) until the console recovers it
     assert world.store.load_trial() is not None and world.timer_armed()
-    assert "Recovered" in app.recover(str(world.state_dir), world.node_name)
+    assert "Recovered" in app_console.recover(str(world.state_dir), world.node_name)
     world.create_request("reboot")
     world.tick()
     assert status(world)["phase"] == "Rejected"

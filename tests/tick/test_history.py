@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from magicstick_host import app, schemas
+from magicstick_host import app_console, schemas
 from magicstick_host.cli.main import main
 from magicstick_host.domain.state import State
 from magicstick_host.errors import StateError, UnsafePathError
@@ -160,7 +160,7 @@ def test_an_unusable_journal_blocks_before_any_transition_and_recover_clears_it(
     assert code == 0
     (condition,) = json.loads(out)["conditions"]
     assert condition["role"] == "journal" and "recover --confirm n" in condition["advice"]
-    assert "journal.jsonl.unsafe-" in app.recover(str(world.state_dir), world.node_name)
+    assert "journal.jsonl.unsafe-" in app_console.recover(str(world.state_dir), world.node_name)
     world.tick()
     assert world.phase() == "RebootScheduled"
     assert [e["event"] for e in world.journal()][:1] == ["accepted"]

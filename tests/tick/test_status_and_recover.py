@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from magicstick_host import app, schemas
+from magicstick_host import app_console, schemas
 from magicstick_host.cli.main import main
 from magicstick_host.domain.state import State
 from magicstick_host.errors import ExitCode, StateError
@@ -253,7 +253,7 @@ def test_status_names_each_block_and_its_advice_clears_it(
         tick_runs(state_dir)
     command = advice.split("`")[1]
     if command.startswith("magicstick-host recover"):
-        app.recover(str(state_dir), "strix-01")
+        app_console.recover(str(state_dir), "strix-01")
     else:
         subprocess.run(["bash", "-c", command], check=True)
     assert status_in_time(capsys, state_dir)["conditions"] == []

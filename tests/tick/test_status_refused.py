@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from magicstick_host.app import status_document
+from magicstick_host.app_console import status_document
 from magicstick_host.domain.report_policy import dashboard_considers_fresh
 from magicstick_host.domain.status_view import render_status
 from tests.harness.world import World
