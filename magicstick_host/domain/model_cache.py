@@ -136,8 +136,10 @@ MODEL_CACHE_FACTS = "model-cache-facts"
 class ModelCacheFacts:
     """What the tick saw of the model caches (magicstick_host/model_cache_reads.py).
 
-    `fresh`: the inventory was walked and the workloads read on this tick (intake and every
-    step of a cleanup need that); otherwise they are the report's, which may be minutes old.
+    `fresh`: this tick walked the inventory and asked Kubernetes for the workloads itself
+    (intake and every step of a cleanup need that); otherwise they are the report's, which may
+    be minutes old. A fresh read that failed is `blockers.error` (or the inventory's
+    `problem`), never an empty list: the decisions check both.
     `section` is the report's `modelCache` computed from them. `node_uid` is the Node's UID
     its id names: "" when Kubernetes could not be read on this tick, and then the id names no
     Node and cannot be compared with a reviewed one."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 
 import pytest
 import yaml
@@ -154,6 +155,8 @@ def test_an_appliance_status_carries_the_operator_eligibility(kube: KubeCluster)
 
 
 def test_the_model_serving_objects_are_readable_in_every_namespace(kube: KubeCluster) -> None:
+    from kubernetes.client.exceptions import ApiException
+
     namespace = "models-" + hexs(8)
     kube.core("admin").create_namespace({"metadata": {"name": namespace}})
     activation = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelActivation",
@@ -166,18 +169,30 @@ def test_the_model_serving_objects_are_readable_in_every_namespace(kube: KubeClu
              "metadata": {"name": "llama", "namespace": namespace},
              "spec": {"url": "hf://example/llama", "minReplicas": 0}}
     admin = kube.custom("admin")
-    for obj in (activation, minimal):
-        admin.create_namespaced_custom_object(GROUP, VERSION, namespace, "modelactivations", obj)
-    admin.create_namespaced_custom_object("kubeai.org", "v1", namespace, "models", model)
-    worker = kube.custom("worker")
-    found = worker.list_cluster_custom_object(GROUP, VERSION, "modelactivations")["items"]
-    mine = {o["metadata"]["name"]: o["spec"] for o in found
-            if o["metadata"]["namespace"] == namespace}
-    assert mine == {"qwen": activation["spec"], "defaults": {}}  # no defaults, nothing pruned
-    models = worker.list_cluster_custom_object("kubeai.org", "v1", "models")["items"]
-    assert [m["spec"] for m in models if m["metadata"]["namespace"] == namespace] == [
-        model["spec"]]
-    status, body = kube.request("POST", f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/"
-                                "modelactivations", {**minimal, "spec": {"enabled": "yes"}})
-    assert status == 422 and "enabled" in str(body)
+    try:
+        for obj in (activation, minimal):
+            admin.create_namespaced_custom_object(GROUP, VERSION, namespace, "modelactivations",
+                                                  obj)
+        admin.create_namespaced_custom_object("kubeai.org", "v1", namespace, "models", model)
+        worker = kube.custom("worker")
+        found = worker.list_cluster_custom_object(GROUP, VERSION, "modelactivations")["items"]
+        mine = {o["metadata"]["name"]: o["spec"] for o in found
+                if o["metadata"]["namespace"] == namespace}
+        assert mine == {"qwen": activation["spec"], "defaults": {}}  # no defaults, nothing pruned
+        models = worker.list_cluster_custom_object("kubeai.org", "v1", "models")["items"]
+        assert [m["spec"] for m in models if m["metadata"]["namespace"] == namespace] == [
+            model["spec"]]
+        status, body = kube.request("POST", f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/"
+                                    "modelactivations", {**minimal, "spec": {"enabled": "yes"}})
+        assert status == 422 and "enabled" in str(body)
+    finally:
+        # a shared apiserver runs no namespace controller: what a test leaves stays for the
+        # next one's cluster-wide lists (the model-cache blockers read them)
+        for name in ("qwen", "defaults"):
+            with contextlib.suppress(ApiException):
+                admin.delete_namespaced_custom_object(GROUP, VERSION, namespace,
+                                                      "modelactivations", name)
+        with contextlib.suppress(ApiException):
+            admin.delete_namespaced_custom_object("kubeai.org", "v1", namespace, "models",
+                                                  "llama")
     assert kube.request("GET", "/api/v1/pods", user="worker")[0] == 200

@@ -77,9 +77,12 @@ def run_playbook(
     check: bool = False,
     *,
     extra_args: Iterable[str] = (),
-    timeout: float = 900,
+    timeout: float = 1800,
 ) -> subprocess.CompletedProcess[str]:
-    """Run a playbook (a path, or a name under playbooks/) against localhost over `-c local`."""
+    """Run a playbook (a path, or a name under playbooks/) against localhost over `-c local`.
+
+    `timeout` tells a hung playbook from a slow one: an install takes about 3 minutes on a
+    quiet 2-core machine, and went past 15 beside a soak at load 16."""
     path = Path(playbook)
     if not path.is_absolute():
         path = PLAYBOOKS / path
