@@ -6,6 +6,10 @@ the systemd timer starts it, so import time counts. The floors: a bare Python st
 minimal Python that reads the kubeconfig and makes the idle tick's two HTTPS requests
 (tests/bench_floor.py). Targets (issue "The idle tick at the floor"): idle tick CPU <= 0.15 s
 and peak RSS <= 35 MiB, publishing tick <= 0.2 s, inspect --json <= 0.1 s.
+
+`inspect` is measured twice: with no memo (the first inspect after a boot, or a simulated host
+without a timer) and with the timer's memos in its runtime directory (an appliance's console,
+where the timer has ticked: ports/command_memo.py console_memos).
 """
 
 from __future__ import annotations
