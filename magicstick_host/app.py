@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +12,7 @@ from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.inspection import build_inspection
 from magicstick_host.domain.limits import DEFAULT_LIMITS, Limits
 from magicstick_host.domain.profiles import Profile
+from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.ports.clock import Clock, RealClock
 from magicstick_host.ports.command_memo import CommandMemo, MemoFactory
 from magicstick_host.ports.hostfs import RootedHostFS
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from magicstick_host.tick_result import TickResult
 
 SIM_MARKER = ".magicstick-sim/host.json"
-_DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123 = LazyPattern(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class NoCommandsRunner:

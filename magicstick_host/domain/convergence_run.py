@@ -8,10 +8,10 @@ The changed tasks come from ansible's default output, the same text the log keep
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from magicstick_host.domain.strict_json import loads_strict
+from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass, replace
 
 RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
@@ -21,9 +21,9 @@ MAX_MESSAGE = 1024
 REBOOT_TASK = "Schedule the one reboot after the first convergence"
 
 # "TASK [k3s : Install K3s] ****": the role prefix is kept, it says which part changed
-_TASK = re.compile(r"^TASK \[(?P<name>.*)\] \**$")
-_CHANGED = re.compile(r"^changed: \[[^\]]*\](?: => \(item=(?P<item>.*?)\))?")
-_FAILED = re.compile(r"^(fatal|failed): \[")
+_TASK = LazyPattern(r"^TASK \[(?P<name>.*)\] \**$")
+_CHANGED = LazyPattern(r"^changed: \[[^\]]*\](?: => \(item=(?P<item>.*?)\))?")
+_FAILED = LazyPattern(r"^(fatal|failed): \[")
 
 
 def _failure_message(line: str) -> str:

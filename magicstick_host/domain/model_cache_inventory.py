@@ -8,13 +8,13 @@ to them stay. The request carries no path: every path the cleanup touches comes 
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable
 
 from magicstick_host.domain.parsers.mountinfo import Mount
+from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
 
-_HF_MODEL = re.compile(r"models--[A-Za-z0-9_.-]+")
+_HF_MODEL = LazyPattern(r"models--[A-Za-z0-9_.-]+")
 OLLAMA_ENTRIES = ("blobs", "manifests")
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,9 +26,10 @@ from magicstick_host.domain.network_evidence import (
 )
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.netplan import netplan_network
+from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass, field
 
-INTERFACE_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$")
+INTERFACE_NAME = LazyPattern(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$")
 MAX_INTERFACES = 32
 NETWORK_KEYS = frozenset({"version", "renderer", "ethernets", "wifis"})
 ID_KIND = "network/1"

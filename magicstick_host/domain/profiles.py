@@ -7,13 +7,13 @@ so a schema mistake cannot let `linux-generic` onto 24.04 or the HWE meta packag
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.versions import is_valid_version
+from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
 
 # (os id, VERSION_ID) -> the only package names a profile for that OS may pin
@@ -22,7 +22,7 @@ ALLOWED_PACKAGES: Mapping[tuple[str, str], frozenset[str]] = {
     ("ubuntu", "24.04"): frozenset({"linux-generic-hwe-24.04"}),
 }
 # exact versions only: no wildcard, no "latest", no relation operators
-VERSION_PATTERN = re.compile(r"^[0-9][A-Za-z0-9.+:~_-]*$")
+VERSION_PATTERN = LazyPattern(r"^[0-9][A-Za-z0-9.+:~_-]*$")
 # the runtime profile ids the magicstick operator's catalog knows for this GPU; any other id
 # makes the node ineligible, so every preparation would fail in Registering (contract.md)
 OPERATOR_RUNTIME_PROFILES = frozenset({"strix-halo"})
@@ -72,7 +72,7 @@ class Profile:
         )
 
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_PLAIN_KEY = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
 def json_path(parts: Sequence[str | int]) -> str:

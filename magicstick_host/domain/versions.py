@@ -6,11 +6,12 @@ even the end of the string, which is why `7.0.0-31.31~24.04.1 < 7.0.0-31.31`.
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
-_UPSTREAM = re.compile(r"^[0-9][A-Za-z0-9.+~-]*$")
-_REVISION = re.compile(r"^[A-Za-z0-9.+~]+$")
+from magicstick_host.lazy_pattern import LazyPattern
+
+_UPSTREAM = LazyPattern(r"^[0-9][A-Za-z0-9.+~-]*$")
+_REVISION = LazyPattern(r"^[A-Za-z0-9.+~]+$")
 
 
 class DebianVersion(NamedTuple):

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magicstick_host.errors import MagicstickError
+from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.ports.runner import CommandResult
 
 if TYPE_CHECKING:
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 HEARTBEAT_S = 30.0
 # "TASK [prepare : Install the approved kernel packages] ****": the role prefix is dropped
-_TASK = re.compile(r"^TASK \[(?:[\w.-]+ : )?(?P<name>.*)\]")
-_FAILED = re.compile(r"^(fatal|failed): \[")
+_TASK = LazyPattern(r"^TASK \[(?:[\w.-]+ : )?(?P<name>.*)\]")
+_FAILED = LazyPattern(r"^(fatal|failed): \[")
 
 
 def failed_task(log_text: str) -> str | None:

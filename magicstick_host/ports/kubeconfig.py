@@ -22,13 +22,13 @@ import base64
 import binascii
 import hashlib
 import os
-import re
 import stat
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from magicstick_host.errors import KubeConfigError
+from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass, field
 from magicstick_host.ports.command_memo import CommandMemo, recall_document, remember_document
 
@@ -44,7 +44,7 @@ USER_KEYS = frozenset({
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 32
 # a DNS name, an IPv4 address or an IPv6 address (urlsplit drops the brackets)
-_HOST = re.compile(r"[A-Za-z0-9._-]+|[0-9A-Fa-f:.]+")
+_HOST = LazyPattern(r"[A-Za-z0-9._-]+|[0-9A-Fa-f:.]+")
 
 
 @dataclass(frozen=True)

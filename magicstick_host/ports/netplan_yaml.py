@@ -21,6 +21,7 @@ import yaml
 
 from magicstick_host.domain.parsers.common import ParseError, shorten
 from magicstick_host.domain.parsers.netplan import NULL_WORDS, netplan_bool
+from magicstick_host.lazy_pattern import LazyPattern
 
 _NULL = NULL_WORDS
 MAX_DEPTH = 32
@@ -127,7 +128,7 @@ class _NetplanDumper(yaml.SafeDumper):
     """Block style; a string that could be read as another type is double-quoted."""
 
 
-_BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+_BARE = LazyPattern(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> Any:

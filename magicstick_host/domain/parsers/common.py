@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
+from magicstick_host.lazy_pattern import LazyPattern
 
-_UINT = re.compile(r"[0-9]+")
-_INT = re.compile(r"-?[0-9]+")
+_UINT = LazyPattern(r"[0-9]+")
+_INT = LazyPattern(r"-?[0-9]+")
 # values far beyond any real count are garbage, and int() of a huge string is slow
 MAX_DIGITS = 20
 

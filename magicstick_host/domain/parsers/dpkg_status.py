@@ -6,13 +6,13 @@ whole file is a ParseError rather than a partial answer that could look like "no
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from magicstick_host.domain.parsers.common import ParseError, shorten, split_lines
+from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
 
-_FIELD = re.compile(r"([!-9;-~][!-9;-~]*):(.*)")
+_FIELD = LazyPattern(r"([!-9;-~][!-9;-~]*):(.*)")
 
 
 @dataclass(frozen=True)

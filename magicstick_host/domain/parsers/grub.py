@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from magicstick_host.domain.parsers.common import ParseError, split_lines
+from magicstick_host.lazy_pattern import LazyPattern
 
-_ASSIGN = re.compile(r"\s*(?:export\s+)?(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)=(.*)")
+_ASSIGN = LazyPattern(r"\s*(?:export\s+)?(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)=(.*)")
 
 
 def _shell_word(raw: str, lineno: int) -> str:

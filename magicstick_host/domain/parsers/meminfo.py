@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from magicstick_host.domain.parsers.common import MAX_DIGITS, ParseError, split_lines
+from magicstick_host.lazy_pattern import LazyPattern
 
-_MEMTOTAL = re.compile(r"MemTotal:[ \t]*([0-9]+) kB")
+_MEMTOTAL = LazyPattern(r"MemTotal:[ \t]*([0-9]+) kB")
 
 
 def parse_mem_total_kib(text: str) -> int:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from magicstick_host.domain.parsers.common import ParseError, shorten, split_lines
+from magicstick_host.lazy_pattern import LazyPattern
 
-_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)")
+_ASSIGN = LazyPattern(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)")
 # inside double quotes the shell only unescapes these
 _DQ_ESCAPABLE = '"\\$`'
 
