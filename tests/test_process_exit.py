@@ -61,3 +61,26 @@ def test_output_that_cannot_be_flushed_does_not_change_the_exit_code(tmp_path: P
                               check=False, env=BUFFERED)
     assert done.returncode == 7  # a normal exit would say 120
     assert done.stderr == "err line\n"
+
+
+COLLECTOR = """
+import gc, sys
+import magicstick_host.cli.main as cli
+def command(args):
+    import magicstick_host.cli.tick_run  # noqa: F401  (what the tick's command imports)
+    def run():
+        print(gc.isenabled(), gc.get_freeze_count() > 1000, flush=True)
+        return 0
+    return run
+cli._command = command
+sys.argv = ["magicstick-host", "tick"]
+cli.entry_point()
+"""
+
+
+def test_the_collector_runs_during_the_command_with_its_modules_left_out() -> None:
+    """The cyclic garbage collector is off only while the command's modules are imported: the
+    command itself runs with it on (a long tick still collects), the imports frozen out."""
+    done = subprocess.run([sys.executable, "-c", COLLECTOR], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, "True True\n"), done.stderr
