@@ -84,12 +84,17 @@ def variants(kube: KubeCluster, tmp_path: Path) -> dict[str, tuple[dict[str, Any
             {"server": server, "certificate-authority": str(ca),
              "tls-server-name": "kubernetes.default.svc"},
             {"token": token(kube)}),
+        # a name to resolve, not an address (the certificate names kubernetes.default.svc)
+        "host name and tls-server-name": (
+            {"server": server.replace("127.0.0.1", "localhost"),
+             "certificate-authority": str(ca), "tls-server-name": "kubernetes.default.svc"},
+            {"token": token(kube)}),
     }
 
 
 VARIANTS = ["token, inline CA", "token file and CA file, relative",
             "client certificate files, relative", "inline client certificate",
-            "insecure-skip-tls-verify", "tls-server-name"]
+            "insecure-skip-tls-verify", "tls-server-name", "host name and tls-server-name"]
 # what the official client of both supported versions serves the same way
 OFFICIAL = VARIANTS[:5]
 
