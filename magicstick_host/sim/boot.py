@@ -29,7 +29,7 @@ from magicstick_host.sim.drivers import (
     companion_binds,
     driver_comes_up,
 )
-from magicstick_host.sim.model import BOOT_ID_NAMESPACE, TTM_MODULES, Host, Module
+from magicstick_host.sim.model import TTM_MODULES, Host, Module, boot_id_namespace
 from magicstick_host.sim.modprobe import module_options
 from magicstick_host.sim.writer import load_host, write_host
 
@@ -44,7 +44,7 @@ def boot_host(root: Path) -> str:
     host.boot_count += 1
     # derived from the previous boot, so two hosts of one scenario never share a boot ID,
     # while a given host still boots deterministically (stable golden output)
-    host.boot_id = str(uuid.uuid5(BOOT_ID_NAMESPACE, f"{host.boot_id}#{host.boot_count}"))
+    host.boot_id = str(uuid.uuid5(boot_id_namespace(), f"{host.boot_id}#{host.boot_count}"))
     host.shutdown = None
     host.reboot_required_pkgs = None
     host.modprobe_files = {p: t for p, t in host.modprobe_files.items()

@@ -15,25 +15,38 @@ Derived facts are not stored, so an edit cannot leave them inconsistent:
 from __future__ import annotations
 
 import re
-import uuid
+from functools import cache
+from typing import TYPE_CHECKING
 
 from magicstick_host.lite_dataclasses import dataclass, field
 from magicstick_host.sim.network_model import SimNetwork
+
+if TYPE_CHECKING:
+    import uuid
 
 # memory the firmware and the kernel keep besides the carve-out: 128 GiB of RAM with a 512 MiB
 # carve-out shows MemTotal 131023872 kB (about 125 GiB), as in docs/host-root-layout.md
 MEM_OVERHEAD_KIB = 2_669_568
 TTM_MODULES = ("ttm", "amdttm", "amd_ttm")
 COMPANION_AFTER_BOOT = ("ready", "late", "never", "vfio-pci", "nouveau")
-# namespace of the deterministic boot IDs
-BOOT_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://magicstick.invalid/sim/boot-id")
 CGROUP_SERVICE = "/system.slice/magicstick-host-management.service"
+
+
+@cache
+def boot_id_namespace() -> uuid.UUID:
+    """The namespace of the deterministic boot IDs. The uuid module (with the platform module
+    it imports, about 2 ms) loads only when an ID is made: the simulated tick makes none."""
+    import uuid
+
+    return uuid.uuid5(uuid.NAMESPACE_URL, "https://magicstick.invalid/sim/boot-id")
 
 
 def default_boot_id(scenario: str, boot_count: int = 0) -> str:
     """uuid5 of the scenario name (boot 0), or of `name#N` for the N-th simulated reboot."""
+    import uuid
+
     name = scenario if boot_count == 0 else f"{scenario}#{boot_count}"
-    return str(uuid.uuid5(BOOT_ID_NAMESPACE, name))
+    return str(uuid.uuid5(boot_id_namespace(), name))
 
 
 def kernel_sort_key(release: str) -> tuple[int, ...]:

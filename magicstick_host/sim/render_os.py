@@ -6,10 +6,10 @@ import json
 import uuid
 
 from magicstick_host.sim.entries import Tree
-from magicstick_host.sim.model import BOOT_ID_NAMESPACE, Host, Package, kernel_sort_key
+from magicstick_host.sim.model import Host, Package, boot_id_namespace, kernel_sort_key
 from magicstick_host.sim.model_cache import render_mounts
 
-ROOT_UUID_NAMESPACE = uuid.uuid5(BOOT_ID_NAMESPACE, "root-filesystem")
+ROOT_UUID_NAMESPACE = uuid.uuid5(boot_id_namespace(), "root-filesystem")
 GRUB_HEADER = """\
 # If you change this file or any /etc/default/grub.d/*.cfg file,
 # run 'update-grub' afterwards to update
@@ -27,7 +27,7 @@ GRUB_DISTRIBUTOR=`( . /etc/os-release; echo ${NAME:-Ubuntu} ) 2>/dev/null || ech
 def render_os(host: Host, tree: Tree) -> None:
     tree.file("etc/os-release", "".join(f"{k}={v}\n" for k, v in host.os_release.items()))
     tree.line("etc/hostname", host.hostname)
-    tree.line("etc/machine-id", uuid.uuid5(BOOT_ID_NAMESPACE, host.scenario).hex)
+    tree.line("etc/machine-id", uuid.uuid5(boot_id_namespace(), host.scenario).hex)
     tree.file(
         "etc/default/grub",
         GRUB_HEADER

@@ -10,7 +10,7 @@ import pytest
 from magicstick_host.errors import BadInputError
 from magicstick_host.sim.builders import ubuntu_kernel_signature
 from magicstick_host.sim.codec import host_from_dict, host_to_dict
-from magicstick_host.sim.model import BOOT_ID_NAMESPACE, Package, default_boot_id
+from magicstick_host.sim.model import Package, boot_id_namespace, default_boot_id
 from magicstick_host.sim.scenarios import SCENARIOS
 from magicstick_host.sim.writer import build_host, create_host, load_host, write_host
 from tests.sim.helpers import PCI, STRIX, read, snapshot
@@ -47,7 +47,7 @@ def test_empty_existing_directory_and_missing_parents(tmp_path: Path) -> None:
 
 
 def test_boot_ids(tmp_path: Path) -> None:
-    assert default_boot_id(READY) == str(uuid.uuid5(BOOT_ID_NAMESPACE, READY))
+    assert default_boot_id(READY) == str(uuid.uuid5(boot_id_namespace(), READY))
     assert default_boot_id(READY, 1) != default_boot_id(READY)
     create_host(READY, tmp_path / "a")
     assert read(tmp_path / "a", "proc/sys/kernel/random/boot_id") == default_boot_id(READY) + "\n"
