@@ -18,14 +18,11 @@ from magicstick_host.domain import log_lines
 from magicstick_host.domain.cluster import SYSTEM_NAMESPACE, ClusterView, hostoperation_name
 from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence
-from magicstick_host.domain.history import evidence_digest, is_transition, transition_entry
 from magicstick_host.domain.inspection import build_inspection, host_capabilities
-from magicstick_host.domain.intake import review_request
 from magicstick_host.domain.legacy_state import adopt_request
 from magicstick_host.domain.limits import DEFAULT_LIMITS, Limits
 from magicstick_host.domain.log_lines import LogLine, transition_line
 from magicstick_host.domain.operations import lifecycle
-from magicstick_host.domain.operations.decide import decide
 from magicstick_host.domain.operations.registry import kind_of
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.profiles import Profile
@@ -59,6 +56,7 @@ from magicstick_host.ports.state_store import StateStore
 from magicstick_host.publish import Publishing, publish_all, publish_report
 from magicstick_host.tick_result import TickResult
 
+# intake, decide and history are imported where they are used: an idle tick needs none of them
 CrashHook = Callable[[str], None]
 
 
@@ -178,6 +176,8 @@ class Tick:
         """Persist (fsync) a new state. A transition is committed together with its journal
         entry, which the store then appends (the next load does, if that append is lost)."""
         self.d.crash(f"before-save:{event}")
+        from magicstick_host.domain.history import evidence_digest, is_transition, transition_entry
+
         if journal and is_transition(event):
             entry = transition_entry(
                 event,
@@ -258,6 +258,8 @@ class Tick:
             shutdown_scheduled=ev.services.shutdown_scheduled is not None,
             capabilities=self.capabilities,
         )
+        from magicstick_host.domain.intake import review_request
+
         review = review_request(request, state, facts, self.d.limits)
         if isinstance(review, Ignored):
             return state
@@ -298,6 +300,8 @@ class Tick:
             return state
         kind = kind_of(op.action)
         assert kind is not None  # only a finished migrated operation can have another action
+        from magicstick_host.domain.operations.decide import decide
+
         decision = decide(kind, op, self.situation(ev, now, cluster))
         if isinstance(decision, Wait):
             waited = lifecycle.touch_message(op, decision.message, wall=now.wall)

@@ -41,7 +41,6 @@ from magicstick_host.domain.operations.network_common import (
 )
 from magicstick_host.domain.state import Operation
 from magicstick_host.errors import KubeError, LockBusyError
-from magicstick_host.network.trial_steps import clean_after_end
 from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.kube import KubePort
 from magicstick_host.ports.network_store import NetworkStore, NetworkStoreError
@@ -121,6 +120,9 @@ def _tidy(store: NetworkStore, running: Operation | None,
             ours = running is not None and trial is not None \
                 and trial.request_id == running.request_id
             if trial is not None and trial.finished and not ours:
+                # the trial's steps and their effects load only for a trial to clean up
+                from magicstick_host.network.trial_steps import clean_after_end
+
                 clean_after_end(store, trial)
                 store.remove_trial()
                 trial = None

@@ -6,7 +6,7 @@ reads, the phase dispatch (decide.py) and the legacy migration read only this.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
 from magicstick_host.domain.cluster import ClusterRead
@@ -54,7 +54,8 @@ class OperationKind:
     data: type
     start: Callable[[Accepted, Situation], Any]
     # every non-terminal phase the operation can be in, with its decision; a phase without one
-    # is a defect (tests/domain/test_operation_registry.py), stopped as Interrupted (decide.py)
+    # is a defect (tests/domain/test_operation_registry.py), stopped as Interrupted (decide.py).
+    # A PhaseTable imports the decisions when the operation runs.
     phases: Mapping[Phase, PhaseDecision]
     classify: ClassifyStep
     restart_budget: int
@@ -66,3 +67,35 @@ class OperationKind:
 def no_data(req: Accepted, now: Situation) -> NoData:
     """`start` of an operation that records nothing at acceptance."""
     return NoData()
+
+
+class PhaseTable(Mapping[Phase, PhaseDecision]):
+    """An operation's phase decisions, from `load` the first time one is looked up.
+
+    Every tick loads the registry (intake, the report's `actions` and the state codec read
+    it), but only a tick with an operation in a phase needs that operation's decisions, and
+    their modules are a dozen of the idle tick's imports (issue "The idle tick at the floor").
+    `load` imports them inside its body and returns the table."""
+
+    __slots__ = ("_load", "_table")
+
+    def __init__(self, load: Callable[[], Mapping[Phase, PhaseDecision]]) -> None:
+        self._load = load
+        self._table: Mapping[Phase, PhaseDecision] | None = None
+
+    def _loaded(self) -> Mapping[Phase, PhaseDecision]:
+        if self._table is None:
+            self._table = self._load()
+        return self._table
+
+    def __getitem__(self, phase: Phase) -> PhaseDecision:
+        return self._loaded()[phase]
+
+    def __iter__(self) -> Iterator[Phase]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+    def __repr__(self) -> str:
+        return f"PhaseTable({dict(self._loaded())!r})"

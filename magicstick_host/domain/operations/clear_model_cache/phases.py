@@ -31,12 +31,12 @@ from magicstick_host.domain.operations.clear_model_cache.data import (
     planned,
     remaining_entries,
 )
+from magicstick_host.domain.operations.clear_model_cache.declared import DELETE_STEP
 from magicstick_host.domain.operations.clear_model_cache.request import facts_of
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
 from magicstick_host.lite_dataclasses import replace
 
-DELETE_STEP = "delete-cache-entry"
 NOTHING_DELETED = "Nothing was deleted."
 WAIT_FRESH = "Waiting for a fresh look at the model caches and the model deployments."
 WAIT_KUBERNETES = ("Waiting for Kubernetes: the model caches are checked against this host's "

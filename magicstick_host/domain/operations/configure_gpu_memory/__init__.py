@@ -3,17 +3,56 @@
 operations.md, "configure-gpu-memory". The modules: data.py (what the operation records),
 request.py (intake and when the report offers it), phases.py (Preparing, RebootScheduled),
 verify.py (Verifying), classify.py (interrupted steps), legacy.py (the original worker's
-operations). The capability itself (`gpuMemory`) is domain/gpu_memory/.
+operations), declared.py (its steps). The capability itself (`gpuMemory`) is
+domain/gpu_memory/. Its decisions load when a configure-gpu-memory operation runs
+(PhaseTable).
 """
 
 from __future__ import annotations
 
-from magicstick_host.domain.operations.configure_gpu_memory import data, legacy, phases, request
-from magicstick_host.domain.operations.configure_gpu_memory.classify import classify
-from magicstick_host.domain.operations.configure_gpu_memory.verify import verifying
-from magicstick_host.domain.operations.kind import LegacyRules, OperationKind
+from collections.abc import Mapping
+from typing import Any
+
+from magicstick_host.domain.decisions import ClassifiedStep, Situation, Wait
+from magicstick_host.domain.operations.configure_gpu_memory import data, request
+from magicstick_host.domain.operations.configure_gpu_memory.declared import (
+    WRITE_CARVEOUT,
+    WRITE_TTM,
+)
+from magicstick_host.domain.operations.kind import (
+    LegacyRules,
+    OperationKind,
+    PhaseDecision,
+    PhaseTable,
+)
 from magicstick_host.domain.operations.shutdown_steps import SCHEDULE_SHUTDOWN
 from magicstick_host.domain.phase import Phase
+from magicstick_host.domain.state import Operation
+
+
+def _phases() -> Mapping[Phase, PhaseDecision]:
+    from magicstick_host.domain.operations.configure_gpu_memory import phases
+    from magicstick_host.domain.operations.configure_gpu_memory.verify import verifying
+
+    return {
+        Phase.ACCEPTED: phases.accepted,
+        Phase.PREPARING: phases.preparing,
+        Phase.REBOOT_SCHEDULED: phases.reboot_scheduled,
+        Phase.VERIFYING: verifying,
+    }
+
+
+def _classify(op: Operation, now: Situation) -> ClassifiedStep | Wait:
+    from magicstick_host.domain.operations.configure_gpu_memory.classify import classify
+
+    return classify(op, now)
+
+
+def _legacy_data(current: dict[str, Any]) -> tuple[Any, list[str]]:
+    from magicstick_host.domain.operations.configure_gpu_memory.legacy import legacy_data
+
+    return legacy_data(current)
+
 
 CONFIGURE_GPU_MEMORY = OperationKind(
     action="configure-gpu-memory",
@@ -23,14 +62,9 @@ CONFIGURE_GPU_MEMORY = OperationKind(
     reads=(),
     data=data.MemoryData,
     start=data.start,
-    phases={
-        Phase.ACCEPTED: phases.accepted,
-        Phase.PREPARING: phases.preparing,
-        Phase.REBOOT_SCHEDULED: phases.reboot_scheduled,
-        Phase.VERIFYING: verifying,
-    },
-    classify=classify,
+    phases=PhaseTable(_phases),
+    classify=_classify,
     restart_budget=2,
-    steps=frozenset({phases.WRITE_CARVEOUT, phases.WRITE_TTM, SCHEDULE_SHUTDOWN}),
-    legacy=LegacyRules(data=legacy.legacy_data, resumes={Phase.REBOOT_SCHEDULED: "shutdown"}),
+    steps=frozenset({WRITE_CARVEOUT, WRITE_TTM, SCHEDULE_SHUTDOWN}),
+    legacy=LegacyRules(data=_legacy_data, resumes={Phase.REBOOT_SCHEDULED: "shutdown"}),
 )

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from magicstick_host.domain.decisions import ClassifiedStep, SetPhase, Situation, Wait
 from magicstick_host.domain.operations.configure_gpu_memory.data import data_of
-from magicstick_host.domain.operations.configure_gpu_memory.phases import (
+from magicstick_host.domain.operations.configure_gpu_memory.declared import (
     WRITE_CARVEOUT,
     WRITE_TTM,
+)
+from magicstick_host.domain.operations.configure_gpu_memory.phases import (
     pending_note,
     strix,
     written_note,

@@ -17,13 +17,15 @@ from magicstick_host.domain.operations.configure_gpu_memory.data import (
     data_of,
     display_devices,
 )
+from magicstick_host.domain.operations.configure_gpu_memory.declared import (
+    WRITE_CARVEOUT,
+    WRITE_TTM,
+)
 from magicstick_host.domain.operations.shutdown_steps import shutdown_step, waiting_for_new_boot
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
 from magicstick_host.lite_dataclasses import replace
 
-WRITE_CARVEOUT = "write-carveout"
-WRITE_TTM = "write-ttm-config"
 _REQUIRED_DRIVER = {"strix": "amdgpu", NVIDIA_VENDOR: "nvidia"}
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from magicstick_host.domain.decisions import ClassifiedStep, SetPhase, Situation, Wait
 from magicstick_host.domain.operations.prepare_gpu.data import data_of
-from magicstick_host.domain.operations.prepare_gpu.handoff import (
+from magicstick_host.domain.operations.prepare_gpu.declared import (
     ACTIVATE_MODULE,
+    INSTALL_PACKAGES,
     MODULE_ACTIVATION,
     MODULE_NAME,
     REFRESH_EVIDENCE,
-    desired_module_spec,
 )
-from magicstick_host.domain.operations.prepare_gpu.phases import INSTALL_PACKAGES
+from magicstick_host.domain.operations.prepare_gpu.handoff import desired_module_spec
 from magicstick_host.domain.operations.shutdown_steps import classify_shutdown
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from magicstick_host.domain.cluster import APPLIANCE_API, SYSTEM_NAMESPACE, ClusterRead
+from magicstick_host.domain.cluster import SYSTEM_NAMESPACE
 from magicstick_host.domain.decisions import Decision, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import GPU_PUBLISHER
 from magicstick_host.domain.operations.prepare_gpu.data import data_of, module_identity
+from magicstick_host.domain.operations.prepare_gpu.declared import (
+    ACTIVATE_MODULE,
+    MODULE_ACTIVATION,
+    MODULE_NAME,
+    REFRESH_EVIDENCE,
+)
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
 from magicstick_host.lite_dataclasses import replace
 
-REFRESH_EVIDENCE = "refresh-gpu-evidence"
-ACTIVATE_MODULE = "activate-module"
-MODULE_NAME = "amd-gpu"
-MODULE_ACTIVATION = ClusterRead(
-    "module-activation", APPLIANCE_API, "moduleactivations", SYSTEM_NAMESPACE, MODULE_NAME
-)
+__all__ = ["ACTIVATE_MODULE", "MODULE_ACTIVATION", "MODULE_NAME", "REFRESH_EVIDENCE",
+           "desired_module_spec", "handoff"]
 
 
 def desired_module_spec(gpu_profile: str) -> dict[str, Any]:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from magicstick_host.domain.decisions import Decision, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.operations.prepare_gpu.data import data_of
+from magicstick_host.domain.operations.prepare_gpu.declared import INSTALL_PACKAGES
 from magicstick_host.domain.operations.prepare_gpu.handoff import handoff
 from magicstick_host.domain.operations.prepare_gpu.registration import strix_ready
 from magicstick_host.domain.operations.shutdown_steps import shutdown_step, waiting_for_new_boot
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
 from magicstick_host.lite_dataclasses import replace
-
-INSTALL_PACKAGES = "install-packages"
 
 
 def accepted(op: Operation, now: Situation) -> Decision:

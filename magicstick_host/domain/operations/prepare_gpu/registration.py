@@ -5,27 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from magicstick_host.domain.cluster import APPLIANCE_API, SYSTEM_NAMESPACE, ClusterRead
 from magicstick_host.domain.decisions import Decision, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.operations.prepare_gpu.data import data_of
-from magicstick_host.domain.operations.prepare_gpu.handoff import MODULE_ACTIVATION, MODULE_NAME
+from magicstick_host.domain.operations.prepare_gpu.declared import (
+    APPLIANCE,
+    MODULE_ACTIVATION,
+    MODULE_NAME,
+)
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.readiness import amd_host_driver_ready
 from magicstick_host.domain.state import Operation
-
-APPLIANCE_NAME = "local"
-# the legacy Validating phase completes through the same registration checks
-REGISTRATION_PHASES = frozenset({Phase.REGISTERING, Phase.VALIDATING})
-APPLIANCE = ClusterRead(
-    "appliance",
-    APPLIANCE_API,
-    "appliances",
-    SYSTEM_NAMESPACE,
-    APPLIANCE_NAME,
-    phases=REGISTRATION_PHASES,
-    check_served=True,
-)
 
 
 def strix_ready(ev: Evidence) -> tuple[bool, str]:

@@ -1,0 +1,6 @@
+"""The step clear-model-cache runs, declared to the registry. Its decisions (phases.py) load
+only when it runs."""
+
+from __future__ import annotations
+
+DELETE_STEP = "delete-cache-entry"
