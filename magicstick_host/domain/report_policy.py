@@ -19,7 +19,6 @@ character count is the same for Python, Go and JavaScript readers.
 
 from __future__ import annotations
 
-import copy
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -102,6 +101,8 @@ def encode_report(report: Json, max_chars: int = MAX_REPORT_CHARS) -> str:
     value = encode(report)
     if len(value) <= max_chars:
         return value
+    import copy  # a report over the limit is rare; copy (with weakref) is not on every tick
+
     trimmed = copy.deepcopy(report)
     for step in TRIM_STEPS:
         step(trimmed)

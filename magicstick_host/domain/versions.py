@@ -6,15 +6,16 @@ even the end of the string, which is why `7.0.0-31.31~24.04.1 < 7.0.0-31.31`.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from magicstick_host.lazy_pattern import LazyPattern
+from magicstick_host.lite_dataclasses import dataclass
 
 _UPSTREAM = LazyPattern(r"^[0-9][A-Za-z0-9.+~-]*$")
 _REVISION = LazyPattern(r"^[A-Za-z0-9.+~]+$")
 
 
-class DebianVersion(NamedTuple):
+# not a NamedTuple: its class is generated and compiled at import, over 1 ms of every tick
+@dataclass(frozen=True)
+class DebianVersion:
     epoch: int
     upstream: str
     revision: str
