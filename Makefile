@@ -11,7 +11,7 @@ SOAK_HOSTS ?= 3
 # start no tick after this many minutes (empty: run all TICKS); the summary says how many ran
 SOAK_MINUTES ?=
 
-.PHONY: help install test test-tools test-archive check lint typecheck demo apiserver apiserver-build bench soak clean
+.PHONY: help install test test-tools test-archive check lint typecheck demo apiserver apiserver-build bench soak profiles clean
 
 help:
 	@echo "make demo       set up, then run the demo against a simulated Strix Halo host"
@@ -20,6 +20,7 @@ help:
 	@echo "make apiserver DIR=<dir>   run the real test kube-apiserver in the foreground"
 	@echo "make bench      benchmarks (inspect, tick)"
 	@echo "make soak [TICKS=10000] [SEED=S]   the fault soak: real CLI, fault proxy, kills, boots"
+	@echo "make profiles   write profiles/parsed.json after a change to profiles/*.yaml"
 
 install: $(STAMP)
 
@@ -84,6 +85,12 @@ demo: $(STAMP) apiserver-build
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench
+
+# the shipped parse of the profiles (profile_store.py, SHIPPED_PARSE): a process without the
+# timer's memo then needs no YAML parser; a test fails while it is not the parse of the YAML
+profiles: $(STAMP)
+	$(BIN)/python -c "import pathlib, magicstick_host.profile_store as s; \
+	  pathlib.Path('profiles', s.SHIPPED_PARSE).write_text(s.shipped_parse(pathlib.Path('profiles')))"
 
 soak: $(STAMP) apiserver-build
 	$(BIN)/python -m tests.soak --ticks $(TICKS) --hosts $(SOAK_HOSTS) $(if $(SEED),--seed $(SEED)) \

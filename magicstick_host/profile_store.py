@@ -156,22 +156,64 @@ def _profile_of(path: Path, doc: Any) -> Profile:
 
 # what the memo's documents were parsed by; a change of `_parse` changes it
 PARSE_VERSION = "profiles-1"
+# the shipped profiles as parsed, beside them (written by `make profiles`)
+SHIPPED_PARSE = "parsed.json"
+
+
+def _listing_key(texts: list[tuple[Path, str]]) -> str:
+    """What a parse of these files is remembered by: their names and bytes, and the parser."""
+    listing = [[path.name, hashlib.sha256(text.encode("utf-8")).hexdigest()]
+               for path, text in texts]
+    return f"{PARSE_VERSION}:{hashlib.sha256(repr(listing).encode('utf-8')).hexdigest()}"
+
+
+def _texts(directory: Path) -> list[tuple[Path, str]]:
+    if not directory.is_dir():
+        raise ProfileError(_one_line(f"profile directory {directory} does not exist"))
+    return [(path, _read(path)) for path in sorted(directory.glob("*.yaml"))]
+
+
+def _shipped_documents(directory: Path, key: str, count: int) -> list[Any] | None:
+    """The documents of `parsed.json` when it is the parse of exactly these files, else None.
+
+    The YAML parser is about 25 ms to import, in every process without the timer's memo (the
+    first tick after a boot, inspect at a console that has none): the checkout ships its own
+    parse. A file that is missing, unreadable or for other bytes is passed over; the YAML is
+    then parsed, so what is loaded is always the parse of the files as they are."""
+    try:
+        shipped = json.loads((directory / SHIPPED_PARSE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(shipped, dict) or shipped.get("key") != key:
+        return None
+    documents = shipped.get("documents")
+    return documents if isinstance(documents, list) and len(documents) == count else None
+
+
+def shipped_parse(directory: Path) -> str:
+    """The text of `parsed.json` for the profiles in `directory` (`make profiles` writes it,
+    and tests/domain/test_profile_store.py fails while the shipped one differs)."""
+    texts = _texts(directory)
+    return json.dumps({
+        "comment": "Generated from the *.yaml here by `make profiles`; do not edit.",
+        "key": _listing_key(texts),
+        "documents": [_parse(path, text) for path, text in texts],
+    }, indent=1, ensure_ascii=False) + "\n"
 
 
 def load_profiles(directory: Path, memo: CommandMemo | None = None) -> tuple[Profile, ...]:
     """Every `*.yaml` in `directory`, sorted by file name; any defect raises ProfileError.
 
-    `memo`, when given, remembers the parsed documents by the files' names and bytes (the
-    timer's ticks: ports/command_memo.py); each document is still checked in full."""
-    if not directory.is_dir():
-        raise ProfileError(_one_line(f"profile directory {directory} does not exist"))
-    texts = [(path, _read(path)) for path in sorted(directory.glob("*.yaml"))]
-    listing = [[path.name, hashlib.sha256(text.encode("utf-8")).hexdigest()]
-               for path, text in texts]
-    key = f"{PARSE_VERSION}:{hashlib.sha256(repr(listing).encode('utf-8')).hexdigest()}"
+    The parsed documents come from the timer's memo (`memo`: ports/command_memo.py), else from
+    the shipped parse beside the files (`parsed.json`), each only for exactly these files' names
+    and bytes, else from the YAML itself; each document is then checked in full."""
+    texts = _texts(directory)
+    key = _listing_key(texts)
     found, remembered = recall_document(memo, key)
     if not (found and isinstance(remembered, list) and len(remembered) == len(texts)):
-        remembered = [_parse(path, text) for path, text in texts]
+        remembered = _shipped_documents(directory, key, len(texts))
+        if remembered is None:
+            remembered = [_parse(path, text) for path, text in texts]
         remember_document(memo, key, remembered)
     profiles: list[Profile] = []
     first_file: dict[str, Path] = {}

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,8 +13,10 @@ from magicstick_host.errors import ProfileError
 from magicstick_host.profile_store import (
     INSTALLED_PROFILES_DIR,
     PROFILES_ENV,
+    SHIPPED_PARSE,
     default_profiles_dir,
     load_profiles,
+    shipped_parse,
 )
 from tests.domain.builders import REPO
 
@@ -157,3 +162,49 @@ def test_default_profiles_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     monkeypatch.delenv(PROFILES_ENV)
     assert default_profiles_dir() == REPO / "profiles"
     assert Path("/usr/local/lib/magicstick/host-management/profiles") == INSTALLED_PROFILES_DIR
+
+
+# --- the shipped parse (profiles/parsed.json) -------------------------------------------------
+
+def test_the_shipped_parse_is_the_parse_of_the_shipped_profiles() -> None:
+    shipped = (REPO / "profiles" / SHIPPED_PARSE).read_text()
+    assert shipped == shipped_parse(REPO / "profiles"), (
+        f"profiles/{SHIPPED_PARSE} is not the parse of profiles/*.yaml: run `make profiles`")
+
+
+def test_a_shipped_parse_of_other_bytes_is_passed_over(tmp_path: Path) -> None:
+    """An edited profile is loaded as edited, never as the parse shipped for its old bytes."""
+    _write(tmp_path, F26, GOOD_26)
+    (tmp_path / SHIPPED_PARSE).write_text(shipped_parse(tmp_path))
+    _write(tmp_path, F26, GOOD_26.replace("reviewedBy: magicstick platform team",
+                                          "reviewedBy: someone else"))
+    (profile,) = load_profiles(tmp_path)
+    assert profile.reviewed_by == "someone else"
+
+
+@pytest.mark.parametrize("text", ["{not json", "[]", '{"key": 1}', ""])
+def test_a_broken_shipped_parse_is_passed_over(tmp_path: Path, text: str) -> None:
+    _write(tmp_path, F26, GOOD_26)
+    (tmp_path / SHIPPED_PARSE).write_text(text)
+    (profile,) = load_profiles(tmp_path)
+    assert profile.id == "strix-halo-ubuntu-26.04"
+
+
+def test_the_shipped_parse_is_checked_in_full(tmp_path: Path) -> None:
+    """Its documents pass the schema and the package gate, as a parse of the YAML would."""
+    _write(tmp_path, F26, GOOD_26)
+    shipped = json.loads(shipped_parse(tmp_path))
+    shipped["documents"][0]["packages"] = {"linux-generic": "latest"}
+    (tmp_path / SHIPPED_PARSE).write_text(json.dumps(shipped))
+    with pytest.raises(ProfileError, match=r"\$\.packages\.linux-generic"):
+        load_profiles(tmp_path)
+
+
+@pytest.mark.real_commands
+def test_with_the_shipped_parse_no_yaml_parser_is_imported() -> None:
+    code = ("import sys; from pathlib import Path; from magicstick_host.profile_store import "
+            f"load_profiles; load_profiles(Path({str(REPO / 'profiles')!r})); "
+            "print('yaml' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout == "False\n"
