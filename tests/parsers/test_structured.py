@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from magicstick_host.domain.evidence import CarveoutOption
@@ -78,6 +79,31 @@ def test_dpkg_example() -> None:
         "linux-generic": ("7.0.0-31.31",),
         "linux-image-7.0.0-31-generic": ("7.0.0-31.31",),
     }
+
+
+# the field line as deb822 has it, and as this parser read it with a regular expression
+DEB822_FIELD = re.compile(r"([!-9;-~][!-9;-~]*):(.*)")
+line_chars = st.text(alphabet=st.sampled_from(list("Ab-9:;~ \t\r\x0b\x7f\u00e9\u2028!")),
+                     min_size=1, max_size=10)
+
+
+@given(line=line_chars)
+def test_dpkg_field_lines_are_read_as_the_deb822_pattern_reads_them(line: str) -> None:
+    """Any line (not a continuation or a blank one) after a Package field: a field exactly
+    when the pattern matches it, with its name and value."""
+    assume(line.strip() and line[0] not in " \t")
+    expected = DEB822_FIELD.fullmatch(line)
+    text = f"Package: p\n{line}\n"
+    if expected is None or expected.group(1).lower() == "package":
+        with pytest.raises(ParseError):
+            parse_dpkg_status(text)
+        return
+    (stanza,) = parse_dpkg_status(text)
+    named = expected.group(1).lower()
+    value = expected.group(2).strip()
+    assert stanza.package == "p"
+    assert stanza.status == (value if named == "status" else None)
+    assert stanza.architecture == (value if named == "architecture" else None)
 
 
 @pytest.mark.parametrize("text", [
