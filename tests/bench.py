@@ -1,5 +1,5 @@
 """`make bench`: wall and CPU time of inspect and of a tick, medians of repeated runs, each next
-to the floor measured in the same run.
+to the floor measured in the same run, sample by sample.
 
 Performance is measured here, never asserted in timed tests. Each run is a fresh process, as
 the systemd timer starts it, so import time counts. The floors: a bare Python start, and a
@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,16 +68,31 @@ def cpu_median(samples: list[Sample]) -> float:
 
 def report(label: str, samples: list[Sample], floor: list[Sample] | None = None,
            target_s: float | None = None) -> None:
+    """One row. `floor` is the floor sampled alongside this row, run for run (paired): the
+    ratio compares the same minutes of this shared machine, whose speed drifts by a third
+    within an hour."""
     walls = [s[0] for s in samples]
     cpu = cpu_median(samples)
     line = (f"{label:<48} wall median {statistics.median(walls) * 1000:7.0f} ms "
             f"(min {min(walls) * 1000:.0f}, max {max(walls) * 1000:.0f})   "
             f"cpu median {cpu * 1000:7.0f} ms")
     if floor is not None:
-        line += f" = {cpu / cpu_median(floor):4.1f}x floor"
+        line += (f" = {cpu / cpu_median(floor):4.2f}x floor "
+                 f"({cpu_median(floor) * 1000:.0f} ms alongside)")
     if target_s is not None:
         line += f"   target <= {target_s * 1000:.0f} ms: {'met' if cpu <= target_s else 'MISSED'}"
     print(line + f"   n={len(samples)}")
+
+
+def paired(floor: Callable[[], Sample], measured: Callable[[], Sample],
+           runs: int = RUNS) -> tuple[list[Sample], list[Sample]]:
+    """(floor samples, samples), taken in turn."""
+    floors: list[Sample] = []
+    samples: list[Sample] = []
+    for _ in range(runs):
+        floors.append(floor())
+        samples.append(measured())
+    return floors, samples
 
 
 def peak_rss(label: str, samples: list[Sample], floor: list[Sample], target_mib: float) -> None:
@@ -218,13 +234,16 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="magicstick-bench-"))
     root = work / "host"
     create_host("strix-halo-ubuntu-26.04-ready", root)
-    bare = [timed([sys.executable, "-c", "pass"]) for _ in range(RUNS)]
-    report("floor: bare Python start", bare)
+
+    def bare() -> Sample:
+        return timed([sys.executable, "-c", "pass"])
+
+    report("floor: bare Python start", [bare() for _ in range(RUNS)])
     inspect_sim = [EXE, "inspect", "--json", "--root", str(root)]
-    report("inspect --json (simulated host, no memo)",
-           [timed(inspect_sim) for _ in range(RUNS)], bare, 0.1)
-    report("inspect --json (this machine, no memo)",
-           [timed([EXE, "inspect", "--json"]) for _ in range(RUNS)], bare, 0.1)
+    floor, samples = paired(bare, lambda: timed(inspect_sim))
+    report("inspect --json (simulated host, no memo)", samples, floor, 0.1)
+    floor, samples = paired(bare, lambda: timed([EXE, "inspect", "--json"]))
+    report("inspect --json (this machine, no memo)", samples, floor, 0.1)
 
     build.ensure_binary()
     with KubeServer(work / "apiserver") as server:
@@ -233,12 +252,14 @@ def main() -> int:
         node = cluster.create_node("bench", boot_id=host.boot_id, kernel=host.kernel.release)
         from magicstick_host.ports.kube import hostoperation_name
 
-        requests_floor = [
-            timed([sys.executable, FLOOR, str(server.kubeconfig("worker-cert")), "bench",
-                   hostoperation_name(node["metadata"]["uid"])])
-            for _ in range(RUNS)
-        ]
+        floor_argv = [sys.executable, FLOOR, str(server.kubeconfig("worker-cert")), "bench",
+                      hostoperation_name(node["metadata"]["uid"])]
+
+        def gets() -> Sample:
+            return timed(floor_argv)
+
         # both in the shape of K3s's admin kubeconfig: client certificate, key and CA inline
+        requests_floor = [gets() for _ in range(RUNS)]
         report("floor: Python + the 2 HTTPS GETs", requests_floor)
         # the timer's environment: systemd's RuntimeDirectory= (units/magicstick-host-
         # management.service) holds the parse memos between ticks (ports/command_memo.py)
@@ -248,6 +269,8 @@ def main() -> int:
                 "--node-name", "bench"]
         publishing: list[Sample] = []
         idle: list[Sample] = []
+        publishing_floor: list[Sample] = []
+        idle_floor: list[Sample] = []
         for _ in range(RUNS):
             # forget the last write, so this tick must publish (as after a content change)
             state = work / "state" / "state.json"
@@ -256,7 +279,9 @@ def main() -> int:
                 doc["lastReportDigest"] = ""
                 state.write_text(json.dumps(doc))
                 os.chmod(state, 0o600)
+            publishing_floor.append(gets())
             publishing.append(timed(tick, unit_env))
+            idle_floor.append(gets())
             idle.append(timed(tick, unit_env))
         # the product's own shape: the real executor on this machine (no GPU) and its Node
         cluster.create_node(
@@ -268,16 +293,16 @@ def main() -> int:
                      "--node-name", "bench-here"]
         real_env = {**os.environ, "RUNTIME_DIRECTORY": str(runtime_dir(work / "run-here"))}
         timed(real_tick, real_env)  # the first publishes the report
-        real_idle = [timed(real_tick, real_env) for _ in range(RUNS)]
+        real_floor, real_idle = paired(gets, lambda: timed(real_tick, real_env))
         # the console's inspect on an appliance: the timer's memos are there, read-only
         # (ports/command_memo.py console_memos); the "no memo" figures are the first after boot
-        report("inspect --json (simulated host, timer's memos)",
-               [timed(inspect_sim, unit_env) for _ in range(RUNS)], bare, 0.1)
-        report("inspect --json (this machine, timer's memos)",
-               [timed([EXE, "inspect", "--json"], real_env) for _ in range(RUNS)], bare, 0.1)
-        report("tick that publishes the report", publishing, requests_floor, 0.2)
-        report("idle tick (nothing to write)", idle, requests_floor, 0.15)
-        report("idle tick, real executor, this machine", real_idle, requests_floor, 0.15)
+        floor, samples = paired(bare, lambda: timed(inspect_sim, unit_env))
+        report("inspect --json (simulated host, timer's memos)", samples, floor, 0.1)
+        floor, samples = paired(bare, lambda: timed([EXE, "inspect", "--json"], real_env))
+        report("inspect --json (this machine, timer's memos)", samples, floor, 0.1)
+        report("tick that publishes the report", publishing, publishing_floor, 0.2)
+        report("idle tick (nothing to write)", idle, idle_floor, 0.15)
+        report("idle tick, real executor, this machine", real_idle, real_floor, 0.15)
         peak_rss("idle tick peak RSS", idle, requests_floor, 35)
         peak_rss("publishing tick peak RSS", publishing, requests_floor, 35)
         idle_with_model_cache(work, server, cluster)
