@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from magicstick_host.domain.profiles import Profile, json_path, profile_from_document
 from magicstick_host.errors import ProfileError
-from magicstick_host.ports.command_memo import CommandMemo, recall_document, remember_document
+from magicstick_host.ports.command_memo import (
+    CommandMemo,
+    json_exact,
+    recall_document,
+    remember_document,
+)
 from magicstick_host.schemas.compiled import Check, compile_schema
 
 if TYPE_CHECKING:
@@ -176,10 +181,11 @@ def _texts(directory: Path) -> list[tuple[Path, str]]:
 def _shipped_documents(directory: Path, key: str, count: int) -> list[Any] | None:
     """The documents of `parsed.json` when it is the parse of exactly these files, else None.
 
-    The YAML parser is about 25 ms to import, in every process without the timer's memo (the
-    first tick after a boot, inspect at a console that has none): the checkout ships its own
-    parse. A file that is missing, unreadable or for other bytes is passed over; the YAML is
-    then parsed, so what is loaded is always the parse of the files as they are."""
+    The YAML parser is about 25 ms to import, in every process without the timer's memo that
+    reads no other YAML (inspect at a console before the timer has ticked; the first tick after
+    a boot still parses the kubeconfig): the checkout ships its own parse. A file that is
+    missing, unreadable or for other bytes is passed over; the YAML is then parsed, so what is
+    loaded is always the parse of the files as they are."""
     try:
         shipped = json.loads((directory / SHIPPED_PARSE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -194,10 +200,14 @@ def shipped_parse(directory: Path) -> str:
     """The text of `parsed.json` for the profiles in `directory` (`make profiles` writes it,
     and tests/domain/test_profile_store.py fails while the shipped one differs)."""
     texts = _texts(directory)
+    documents = [_parse(path, text) for path, text in texts]
+    for (path, _), doc in zip(texts, documents, strict=True):
+        if not json_exact(doc):  # JSON would give back another document (a date, a number key)
+            raise _fail(path, "$", "has values JSON cannot hold exactly")
     return json.dumps({
         "comment": "Generated from the *.yaml here by `make profiles`; do not edit.",
         "key": _listing_key(texts),
-        "documents": [_parse(path, text) for path, text in texts],
+        "documents": documents,
     }, indent=1, ensure_ascii=False) + "\n"
 
 

@@ -252,13 +252,13 @@ def main() -> int:
         node = cluster.create_node("bench", boot_id=host.boot_id, kernel=host.kernel.release)
         from magicstick_host.ports.kube import hostoperation_name
 
+        # both in the shape of K3s's admin kubeconfig: client certificate, key and CA inline
         floor_argv = [sys.executable, FLOOR, str(server.kubeconfig("worker-cert")), "bench",
                       hostoperation_name(node["metadata"]["uid"])]
 
         def gets() -> Sample:
             return timed(floor_argv)
 
-        # both in the shape of K3s's admin kubeconfig: client certificate, key and CA inline
         requests_floor = [gets() for _ in range(RUNS)]
         report("floor: Python + the 2 HTTPS GETs", requests_floor)
         # the timer's environment: systemd's RuntimeDirectory= (units/magicstick-host-

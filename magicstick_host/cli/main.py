@@ -144,9 +144,10 @@ def entry_point() -> NoReturn:
     def command() -> Any:
         # The imports make some 17,000 objects the cyclic garbage collector tracks, all alive
         # until the end, and it would walk them again and again while they are made. It waits
-        # until the command's modules are in, then leaves them out of its walks (about 3% of an
-        # idle tick). Never in main(): a test process calls that thousands of times, and frozen
-        # objects are never collected.
+        # until the command's modules are in (tick's and inspect's; a click command imports
+        # its own as it runs), then leaves them out of its walks (about 3% of an idle tick).
+        # Never in main(): a test process calls that thousands of times, and frozen objects
+        # are never collected.
         gc.disable()
         try:
             run = _command(args)

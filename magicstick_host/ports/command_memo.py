@@ -132,7 +132,7 @@ class FileCommandMemo:
             return
 
 
-def _json_exact(value: object, depth: int = 0) -> bool:
+def json_exact(value: object, depth: int = 0) -> bool:
     """Whether JSON gives back exactly this value (no tuples, dates, bytes or non-string keys)."""
     if depth > 64:
         return False
@@ -141,9 +141,9 @@ def _json_exact(value: object, depth: int = 0) -> bool:
     if isinstance(value, float):
         return value == value and value not in (float("inf"), float("-inf"))
     if isinstance(value, list):
-        return all(_json_exact(item, depth + 1) for item in value)
+        return all(json_exact(item, depth + 1) for item in value)
     if isinstance(value, dict):
-        return all(isinstance(k, str) and _json_exact(v, depth + 1) for k, v in value.items())
+        return all(isinstance(k, str) and json_exact(v, depth + 1) for k, v in value.items())
     return False
 
 
@@ -160,5 +160,5 @@ def recall_document(memo: CommandMemo | None, key: str) -> tuple[bool, object]:
 
 
 def remember_document(memo: CommandMemo | None, key: str, document: object) -> None:
-    if memo is not None and key and _json_exact(document):
+    if memo is not None and key and json_exact(document):
         memo.remember(key, json.dumps(document))

@@ -179,6 +179,14 @@ def _data_or_file(
         raise _fail(path, f"{key}-data is not base64: {exc}") from exc
 
 
+def _labels_ok(name: str) -> bool:
+    """What ssl and the resolver require of an ASCII host name (the idna codec's rule, which
+    the transport no longer passes it through: ports/kube_http.py): no empty label but a last
+    one (a trailing dot), none longer than 63 characters."""
+    labels = name.split(".")
+    return all(0 < len(label) < 64 for label in labels[:-1]) and len(labels[-1]) < 64
+
+
 def _server(cluster: Mapping[str, Any], path: str) -> tuple[str, str, str, int, str]:
     server = _text(cluster, "server", path)
     if server is None:
@@ -190,10 +198,19 @@ def _server(cluster: Mapping[str, Any], path: str) -> tuple[str, str, str, int, 
         raise _fail(path, f"server {server!r} is not a URL: {exc}") from exc
     if url.scheme not in ("https", "http") or not url.hostname or not _HOST.fullmatch(url.hostname):
         raise _fail(path, f"server {server!r} is not an https:// URL with a host")
+    if not _labels_ok(url.hostname):
+        raise _fail(path, f"server {server!r}: the host name has an empty or too long label")
     if url.query or url.fragment or url.username or url.password:
         raise _fail(path, f"server {server!r} has a query, fragment or user part")
     default = 443 if url.scheme == "https" else 80
     return server, url.scheme, url.hostname, port or default, url.path.rstrip("/")
+
+
+def _server_name(cluster: Mapping[str, Any], path: str) -> str | None:
+    name = _text(cluster, "tls-server-name", path)
+    if name is not None and name.isascii() and not _labels_ok(name):
+        raise _fail(path, f"tls-server-name {name!r} has an empty or too long label")
+    return name
 
 
 def load_kubeconfig(path: str, memo: CommandMemo | None = None) -> KubeConfig:
@@ -245,7 +262,7 @@ def load_kubeconfig(path: str, memo: CommandMemo | None = None) -> KubeConfig:
         base_path=base_path,
         ca_pem=ca.decode("ascii", errors="replace") if ca is not None else None,
         insecure=insecure,
-        tls_server_name=_text(cluster, "tls-server-name", path),
+        tls_server_name=_server_name(cluster, path),
         token=token,
         client_cert_pem=cert,
         client_key_pem=key,

@@ -208,3 +208,9 @@ def test_with_the_shipped_parse_no_yaml_parser_is_imported() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout == "False\n"
+
+
+def test_a_profile_json_cannot_hold_is_not_shipped_as_parsed(tmp_path: Path) -> None:
+    _write(tmp_path, F26, GOOD_26 + "extra:\n  1: a number key\n")
+    with pytest.raises(ProfileError, match="JSON cannot hold exactly"):
+        shipped_parse(tmp_path)

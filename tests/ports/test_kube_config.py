@@ -138,6 +138,10 @@ MALFORMED = {
     "no host": json.dumps(document({"server": "https://:6443"})),
     "a broken IPv6 literal": json.dumps(document({"server": "https://[::1:6443"})),
     "a space in the host": json.dumps(document({"server": "https://kube example:6443"})),
+    "an empty label in the host": json.dumps(document({"server": "https://kube..example:6443"})),
+    "a label of 64 characters": json.dumps(document({"server": f"https://{'k' * 64}.example"})),
+    "an empty label in tls-server-name": json.dumps(document(
+        {"server": "https://h", "tls-server-name": ".kubernetes"})),
     "another scheme": json.dumps(document({"server": "ftp://127.0.0.1:6443"})),
     "a bare host": json.dumps(document({"server": "127.0.0.1:6443"})),
     "CA data that is not base64": json.dumps(document(
