@@ -10,6 +10,15 @@ and peak RSS <= 35 MiB, publishing tick <= 0.2 s, inspect --json <= 0.1 s.
 `inspect` is measured twice: with no memo (the first inspect after a boot, or a simulated host
 without a timer) and with the timer's memos in its runtime directory (an appliance's console,
 where the timer has ticked: ports/command_memo.py console_memos).
+
+What runs is the command as the install writes it: the install role's wrapper
+(playbooks/roles/install/templates/magicstick-host.j2, `python3 -I`) over this checkout, under
+the interpreter the install names (magicstick_python, /usr/bin/python3: the distribution's
+build, as on the appliance). Not the development venv's console script: its interpreter may be
+another build (here pyenv's, about a fifth slower) and its site hook imports the editable
+install's finder, which no appliance runs. The floors run under the same interpreter, with the
+same -I, so each ratio compares like with like. One row repeats the idle tick under the
+development interpreter, next to its own floor. BENCH_PYTHON names another interpreter.
 """
 
 from __future__ import annotations
@@ -30,7 +39,8 @@ from tests.kubeserver import build
 from tests.kubeserver.fixtures import KubeCluster
 from tests.kubeserver.harness import KubeServer
 
-EXE = str(Path(sys.executable).parent / "magicstick-host")
+CHECKOUT = Path(__file__).resolve().parents[1]
+INSTALL_ROLE = CHECKOUT / "playbooks" / "roles" / "install"
 RUNS = int(os.environ.get("BENCH_RUNS", "15"))
 
 
@@ -176,7 +186,19 @@ CACHE_FILES = 99_000  # with the scenario's own files, just under the walk's 100
 WITHIN = 0.10
 
 
-def idle_with_model_cache(work: Path, server: KubeServer, cluster: KubeCluster) -> None:
+def development(work: Path, tick: list[str], env: dict[str, str], floor_args: list[str]) -> None:
+    """The same idle tick under the development venv's interpreter, through the same wrapper,
+    next to the GET floor under that interpreter."""
+    compile_package(sys.executable)
+    exe = write_command(sys.executable, work / "magicstick-host-development")
+    floor, samples = paired(lambda: timed([sys.executable, "-I", *floor_args]),
+                            lambda: timed([exe, *tick[1:]], env))
+    report(f"idle tick, development venv (Python {sys.version.split()[0]})",
+           samples, floor, 0.15)
+
+
+def idle_with_model_cache(exe: str, work: Path, server: KubeServer,
+                          cluster: KubeCluster) -> None:
     """The idle tick's CPU on a host whose cache holds ~100,000 files, next to the same tick on
     a host without caches, interleaved in one run: the inventory is cached (model-cache.md,
     "What users will measure"), so they should be within 10%."""
@@ -192,7 +214,7 @@ def idle_with_model_cache(work: Path, server: KubeServer, cluster: KubeCluster) 
             add_many_files(root, CACHE_FILES)
         host = load_host(root)
         cluster.create_node(f"bench-{label}", boot_id=host.boot_id, kernel=host.kernel.release)
-        ticks[label] = [EXE, "tick", "--root", str(root), "--executor", "sim", "--state-dir",
+        ticks[label] = [exe, "tick", "--root", str(root), "--executor", "sim", "--state-dir",
                         str(work / f"state-{label}"), "--kubeconfig",
                         str(server.kubeconfig("worker-cert")), "--node-name", f"bench-{label}"]
         envs[label] = {**os.environ, "RUNTIME_DIRECTORY": str(runtime_dir(work / f"run-{label}"))}
@@ -219,30 +241,70 @@ def runtime_dir(path: Path) -> Path:
     return path
 
 
-def compile_package() -> None:
-    """Byte-code for every module, as the install writes it (playbooks/roles/install/files/
-    compile_tree.py): the appliance never compiles at run time, and a development environment
-    with PYTHONDONTWRITEBYTECODE would otherwise measure the compiler on every run."""
-    import compileall
+def compile_package(python: str) -> None:
+    """Byte-code for every module, for `python`, as the install writes it (playbooks/roles/
+    install/files/compile_tree.py): the appliance never compiles at run time, and a development
+    environment with PYTHONDONTWRITEBYTECODE would otherwise measure the compiler on every run."""
+    subprocess.run([python, "-I", "-m", "compileall", "-q", str(CHECKOUT / "magicstick_host")],
+                   check=True, stdout=subprocess.DEVNULL)
 
-    compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "magicstick_host"),
-                           quiet=1)
+
+def install_python() -> str:
+    """The interpreter the install runs the command with: the role's magicstick_python."""
+    import yaml
+
+    defaults = yaml.safe_load((INSTALL_ROLE / "defaults" / "main.yml").read_text())
+    return str(defaults["magicstick_python"])
+
+
+# what a tick or inspect imports beyond the standard library: PyYAML for a kubeconfig that has
+# no memo yet (the first tick after a boot), as the floor does
+NEEDS = "import sys, yaml; sys.exit(sys.version_info < (3, 11))"
+
+
+def bench_python() -> tuple[str, str]:
+    """(interpreter, why). The install's when it can run the measured commands, else this one."""
+    chosen = os.environ.get("BENCH_PYTHON") or install_python()
+    if not os.access(chosen, os.X_OK):
+        return sys.executable, f"{chosen} is missing"
+    probe = subprocess.run([chosen, "-I", "-c", NEEDS], capture_output=True)
+    if probe.returncode != 0:
+        return sys.executable, f"{chosen} is older than 3.11 or has no PyYAML"
+    return chosen, "BENCH_PYTHON" if os.environ.get("BENCH_PYTHON") else "magicstick_python"
+
+
+def write_command(python: str, path: Path) -> str:
+    """The install's wrapper, rendered as the role renders it, over this checkout."""
+    import jinja2
+
+    template = (INSTALL_ROLE / "templates" / "magicstick-host.j2").read_text()
+    text = jinja2.Template(template, keep_trailing_newline=True).render(
+        magicstick_python=python, magicstick_lib_dir=str(CHECKOUT))
+    path.write_text(text)
+    path.chmod(0o755)
+    return str(path)
 
 
 def main() -> int:
-    compile_package()
     work = Path(tempfile.mkdtemp(prefix="magicstick-bench-"))
+    python, why = bench_python()
+    version = subprocess.run([python, "-I", "-c", "import sys; print(sys.version.split()[0])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    compile_package(python)
+    exe = write_command(python, work / "magicstick-host")
+    print(f"interpreter: {python} (Python {version}; {why}); command: the install's wrapper "
+          f"over {CHECKOUT}")
     root = work / "host"
     create_host("strix-halo-ubuntu-26.04-ready", root)
 
     def bare() -> Sample:
-        return timed([sys.executable, "-c", "pass"])
+        return timed([python, "-I", "-c", "pass"])
 
     report("floor: bare Python start", [bare() for _ in range(RUNS)])
-    inspect_sim = [EXE, "inspect", "--json", "--root", str(root)]
+    inspect_sim = [exe, "inspect", "--json", "--root", str(root)]
     floor, samples = paired(bare, lambda: timed(inspect_sim))
     report("inspect --json (simulated host, no memo)", samples, floor, 0.1)
-    floor, samples = paired(bare, lambda: timed([EXE, "inspect", "--json"]))
+    floor, samples = paired(bare, lambda: timed([exe, "inspect", "--json"]))
     report("inspect --json (this machine, no memo)", samples, floor, 0.1)
 
     build.ensure_binary()
@@ -253,18 +315,18 @@ def main() -> int:
         from magicstick_host.ports.kube import hostoperation_name
 
         # both in the shape of K3s's admin kubeconfig: client certificate, key and CA inline
-        floor_argv = [sys.executable, FLOOR, str(server.kubeconfig("worker-cert")), "bench",
+        floor_args = [FLOOR, str(server.kubeconfig("worker-cert")), "bench",
                       hostoperation_name(node["metadata"]["uid"])]
 
         def gets() -> Sample:
-            return timed(floor_argv)
+            return timed([python, "-I", *floor_args])
 
         requests_floor = [gets() for _ in range(RUNS)]
         report("floor: Python + the 2 HTTPS GETs", requests_floor)
         # the timer's environment: systemd's RuntimeDirectory= (units/magicstick-host-
         # management.service) holds the parse memos between ticks (ports/command_memo.py)
         unit_env = {**os.environ, "RUNTIME_DIRECTORY": str(runtime_dir(work / "run"))}
-        tick = [EXE, "tick", "--root", str(root), "--executor", "sim", "--state-dir",
+        tick = [exe, "tick", "--root", str(root), "--executor", "sim", "--state-dir",
                 str(work / "state"), "--kubeconfig", str(server.kubeconfig("worker-cert")),
                 "--node-name", "bench"]
         publishing: list[Sample] = []
@@ -288,7 +350,7 @@ def main() -> int:
             "bench-here", boot_id=Path("/proc/sys/kernel/random/boot_id").read_text().strip(),
             kernel=os.uname().release,
         )
-        real_tick = [EXE, "tick", "--executor", "real", "--state-dir", str(work / "state-here"),
+        real_tick = [exe, "tick", "--executor", "real", "--state-dir", str(work / "state-here"),
                      "--kubeconfig", str(server.kubeconfig("worker-cert")),
                      "--node-name", "bench-here"]
         real_env = {**os.environ, "RUNTIME_DIRECTORY": str(runtime_dir(work / "run-here"))}
@@ -298,14 +360,16 @@ def main() -> int:
         # (ports/command_memo.py console_memos); the "no memo" figures are the first after boot
         floor, samples = paired(bare, lambda: timed(inspect_sim, unit_env))
         report("inspect --json (simulated host, timer's memos)", samples, floor, 0.1)
-        floor, samples = paired(bare, lambda: timed([EXE, "inspect", "--json"], real_env))
+        floor, samples = paired(bare, lambda: timed([exe, "inspect", "--json"], real_env))
         report("inspect --json (this machine, timer's memos)", samples, floor, 0.1)
         report("tick that publishes the report", publishing, publishing_floor, 0.2)
         report("idle tick (nothing to write)", idle, idle_floor, 0.15)
         report("idle tick, real executor, this machine", real_idle, real_floor, 0.15)
         peak_rss("idle tick peak RSS", idle, requests_floor, 35)
         peak_rss("publishing tick peak RSS", publishing, requests_floor, 35)
-        idle_with_model_cache(work, server, cluster)
+        if python != sys.executable:
+            development(work, tick, unit_env, floor_args)
+        idle_with_model_cache(exe, work, server, cluster)
         api_requests_per_idle_hour(work, cluster)
         api_requests_per_operation(work, cluster)
     return 0
