@@ -70,9 +70,13 @@ class RealRunner:
         stdout_path: str | None = None,
         pass_fds: Sequence[int] = (),
     ) -> CommandResult:
+        args = tuple(argv)
+        if stdout_path is None and not pass_fds:
+            captured = _spawned(args, timeout, env)
+            if captured is not None:
+                return captured
         import subprocess  # with threading and selectors: only for a process that runs one
 
-        args = tuple(argv)
         try:
             if stdout_path is not None:
                 with open(stdout_path, "ab") as log:
@@ -103,3 +107,20 @@ class RealRunner:
             return CommandResult(args, NOT_FOUND, "", str(exc))
         except subprocess.TimeoutExpired:
             return CommandResult(args, TIMED_OUT, "", f"timed out after {timeout:g} s")
+
+
+def _spawned(args: tuple[str, ...], timeout: float,
+             env: Mapping[str, str] | None) -> CommandResult | None:
+    """A captured run without importing subprocess (ports/spawn.py); None where it cannot."""
+    from magicstick_host.ports.spawn import SpawnTimeout, spawn_captured
+
+    try:
+        done = spawn_captured(args, timeout, env)
+    except FileNotFoundError as exc:
+        return CommandResult(args, NOT_FOUND, "", str(exc))
+    except SpawnTimeout:
+        return CommandResult(args, TIMED_OUT, "", f"timed out after {timeout:g} s")
+    if done is None:
+        return None
+    returncode, stdout, stderr = done
+    return CommandResult(args, returncode, stdout, stderr)
