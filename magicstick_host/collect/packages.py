@@ -33,7 +33,9 @@ def installed_from_status(r: Reader, text: str,
     """Installed package -> versions, from the status file's text; None (and an Unknown) when
     it does not parse. Parsing ~700 stanzas is the largest piece of an idle tick's own work,
     and the file changes only when packages do: the answer is remembered by its bytes."""
-    key = f"{PARSE_VERSION}:{hashlib.sha256(text.encode('utf-8', 'surrogateescape')).hexdigest()}"
+    # no memo (the console's first inspect after a boot): no key to hash the file for
+    key = "" if memo is None else (
+        f"{PARSE_VERSION}:{hashlib.sha256(text.encode('utf-8', 'surrogateescape')).hexdigest()}")
     found, remembered = recall_document(memo, key)
     if found and isinstance(remembered, dict):
         problem, versions = remembered.get("problem"), remembered.get("versions")
