@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magicstick_host.collect import collect_evidence
@@ -20,6 +19,9 @@ from magicstick_host.ports.runner import NOT_FOUND, CommandResult, CommandRunner
 from magicstick_host.profile_store import default_profiles_dir, load_profiles
 
 if TYPE_CHECKING:
+    # pathlib only where a tick needs it: with urllib.parse it is ~6 ms of the console's inspect
+    from pathlib import Path
+
     from magicstick_host.ports.kube import KubePort
     from magicstick_host.ports.state_store import StateStore
     from magicstick_host.tick import CrashHook, TickDeps
@@ -89,27 +91,31 @@ def query_runner(root: str) -> CommandRunner:
     if os.path.realpath(root) == "/":
         return RealRunner()
     if is_sim_root(root):
+        from pathlib import Path
+
         runner: CommandRunner = simulator().runner.SimRunner(Path(root))
         return runner
     return NoCommandsRunner()
 
 
-INSTALLED_PLAYBOOKS_DIR = Path("/usr/local/lib/magicstick/host-management/playbooks")
+INSTALLED_PLAYBOOKS_DIR = "/usr/local/lib/magicstick/host-management/playbooks"
 
 
 def default_playbooks_dir() -> Path:
     """$MAGICSTICK_HOST_PLAYBOOKS, else the checkout's playbooks/, else the installed ones
     (which sit next to the installed profiles that prepare.yml checks a plan against)."""
+    from pathlib import Path
+
     override = os.environ.get("MAGICSTICK_HOST_PLAYBOOKS")
     if override:
         return Path(override)
     beside_package = Path(__file__).resolve().parent.parent / "playbooks"
-    return beside_package if beside_package.is_dir() else INSTALLED_PLAYBOOKS_DIR
+    return beside_package if beside_package.is_dir() else Path(INSTALLED_PLAYBOOKS_DIR)
 
 
 def profiles_from(profiles_dir: str | None,
                   memo: CommandMemo | None = None) -> tuple[Profile, ...]:
-    return load_profiles(Path(profiles_dir) if profiles_dir else default_profiles_dir(), memo)
+    return load_profiles(profiles_dir or default_profiles_dir(), memo)
 
 
 def profile_package_names(profiles: Sequence[Profile]) -> list[str]:
@@ -257,6 +263,8 @@ def executor_runner(root: str, executor: str) -> CommandRunner:
         return RealRunner()
     if not is_sim_root(root):
         raise BadInputError(f"--executor sim needs a simulated host root; {root} is not one")
+    from pathlib import Path
+
     runner: CommandRunner = simulator().runner.SimRunner(Path(root))
     return runner
 
@@ -270,6 +278,8 @@ def build_tick_deps(
     node_name: str | None,
     executor: str,
 ) -> TickDeps:
+    from pathlib import Path
+
     from magicstick_host.ports.command_memo import runtime_memo
     from magicstick_host.ports.kube import RealKube
 

@@ -6,13 +6,12 @@ is wrong, on one line: a broken profile is a packaging bug, never something to g
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from magicstick_host.digests import sha256_hex
 from magicstick_host.domain.profiles import Profile, json_path, profile_from_document
 from magicstick_host.errors import ProfileError
 from magicstick_host.ports.command_memo import (
@@ -29,25 +28,31 @@ if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
 
 PROFILES_ENV = "MAGICSTICK_HOST_PROFILES"
-INSTALLED_PROFILES_DIR = Path("/usr/local/lib/magicstick/host-management/profiles")
+INSTALLED_PROFILES_DIR = "/usr/local/lib/magicstick/host-management/profiles"
 _MAX_MESSAGE = 400
+# paths are strings here: pathlib (and urllib.parse, which it imports) is about 6 ms of the
+# console's inspect, which reads these files and needs no path object
+StrPath = str | os.PathLike[str]
 
 
-def default_profiles_dir() -> Path:
+def default_profiles_dir() -> str:
     """$MAGICSTICK_HOST_PROFILES, else the repository's profiles/ (source or editable install),
     else the installed location."""
     override = os.environ.get(PROFILES_ENV)
     if override:
-        return Path(override)
-    beside_package = Path(__file__).resolve().parent.parent / "profiles"
-    if beside_package.is_dir():
+        return override
+    beside_package = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
+                                  "profiles")
+    if os.path.isdir(beside_package):
         return beside_package
     return INSTALLED_PROFILES_DIR
 
 
 @cache
 def _schema() -> dict[str, Any]:
-    text = (Path(__file__).parent / "schemas" / "profile.schema.json").read_text(encoding="utf-8")
+    with open(os.path.join(os.path.dirname(__file__), "schemas", "profile.schema.json"),
+              encoding="utf-8") as file:
+        text = file.read()
     schema: dict[str, Any] = json.loads(text)
     return schema
 
@@ -96,7 +101,7 @@ def _one_line(text: str) -> str:
     return flat if len(flat) <= _MAX_MESSAGE else flat[: _MAX_MESSAGE - 3] + "..."
 
 
-def _fail(path: Path, field: str, problem: str) -> ProfileError:
+def _fail(path: str, field: str, problem: str) -> ProfileError:
     return ProfileError(_one_line(f"profile {path}: {field}: {problem}"))
 
 
@@ -121,14 +126,15 @@ def _describe(error: ValidationError) -> tuple[str, str]:
     return json_path(parts), error.message
 
 
-def _read(path: Path) -> str:
+def _read(path: str) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as file:
+            return file.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail(path, "$", f"cannot be read ({exc})") from exc
 
 
-def _parse(path: Path, text: str) -> Any:
+def _parse(path: str, text: str) -> Any:
     import yaml
 
     try:
@@ -137,11 +143,12 @@ def _parse(path: Path, text: str) -> Any:
         raise _fail(path, "$", f"is not valid YAML ({exc})") from exc
 
 
-def load_profile(path: Path) -> Profile:
-    return _profile_of(path, _parse(path, _read(path)))
+def load_profile(path: StrPath) -> Profile:
+    name = os.fspath(path)
+    return _profile_of(name, _parse(name, _read(name)))
 
 
-def _profile_of(path: Path, doc: Any) -> Profile:
+def _profile_of(path: str, doc: Any) -> Profile:
     """The profile of a parsed document, checked in full (a remembered one too)."""
     if not isinstance(doc, dict):
         raise _fail(path, "$", "must be a mapping")
@@ -165,20 +172,26 @@ PARSE_VERSION = "profiles-1"
 SHIPPED_PARSE = "parsed.json"
 
 
-def _listing_key(texts: list[tuple[Path, str]]) -> str:
+def _listing_key(texts: list[tuple[str, str]]) -> str:
     """What a parse of these files is remembered by: their names and bytes, and the parser."""
-    listing = [[path.name, hashlib.sha256(text.encode("utf-8")).hexdigest()]
+    listing = [[os.path.basename(path), sha256_hex(text.encode("utf-8"))]
                for path, text in texts]
-    return f"{PARSE_VERSION}:{hashlib.sha256(repr(listing).encode('utf-8')).hexdigest()}"
+    return f"{PARSE_VERSION}:{sha256_hex(repr(listing).encode('utf-8'))}"
 
 
-def _texts(directory: Path) -> list[tuple[Path, str]]:
-    if not directory.is_dir():
+def _texts(directory: str) -> list[tuple[str, str]]:
+    """(path, text) of every `*.yaml` in `directory`, by name (what pathlib's glob matched)."""
+    if not os.path.isdir(directory):
         raise ProfileError(_one_line(f"profile directory {directory} does not exist"))
-    return [(path, _read(path)) for path in sorted(directory.glob("*.yaml"))]
+    try:
+        names = sorted(name for name in os.listdir(directory) if name.endswith(".yaml"))
+    except OSError as exc:
+        problem = f"profile directory {directory} cannot be read ({exc})"
+        raise ProfileError(_one_line(problem)) from exc
+    return [(path, _read(path)) for path in (os.path.join(directory, n) for n in names)]
 
 
-def _shipped_documents(directory: Path, key: str, count: int) -> list[Any] | None:
+def _shipped_documents(directory: str, key: str, count: int) -> list[Any] | None:
     """The documents of `parsed.json` when it is the parse of exactly these files, else None.
 
     The YAML parser is about 25 ms to import, in every process without the timer's memo that
@@ -187,7 +200,8 @@ def _shipped_documents(directory: Path, key: str, count: int) -> list[Any] | Non
     missing, unreadable or for other bytes is passed over; the YAML is then parsed, so what is
     loaded is always the parse of the files as they are."""
     try:
-        shipped = json.loads((directory / SHIPPED_PARSE).read_text(encoding="utf-8"))
+        with open(os.path.join(directory, SHIPPED_PARSE), encoding="utf-8") as file:
+            shipped = json.loads(file.read())
     except (OSError, ValueError):
         return None
     if not isinstance(shipped, dict) or shipped.get("key") != key:
@@ -196,10 +210,10 @@ def _shipped_documents(directory: Path, key: str, count: int) -> list[Any] | Non
     return documents if isinstance(documents, list) and len(documents) == count else None
 
 
-def shipped_parse(directory: Path) -> str:
+def shipped_parse(directory: StrPath) -> str:
     """The text of `parsed.json` for the profiles in `directory` (`make profiles` writes it,
     and tests/domain/test_profile_store.py fails while the shipped one differs)."""
-    texts = _texts(directory)
+    texts = _texts(os.fspath(directory))
     documents = [_parse(path, text) for path, text in texts]
     for (path, _), doc in zip(texts, documents, strict=True):
         if not json_exact(doc):  # JSON would give back another document (a date, a number key)
@@ -211,22 +225,23 @@ def shipped_parse(directory: Path) -> str:
     }, indent=1, ensure_ascii=False) + "\n"
 
 
-def load_profiles(directory: Path, memo: CommandMemo | None = None) -> tuple[Profile, ...]:
+def load_profiles(directory: StrPath, memo: CommandMemo | None = None) -> tuple[Profile, ...]:
     """Every `*.yaml` in `directory`, sorted by file name; any defect raises ProfileError.
 
     The parsed documents come from the timer's memo (`memo`: ports/command_memo.py), else from
     the shipped parse beside the files (`parsed.json`), each only for exactly these files' names
     and bytes, else from the YAML itself; each document is then checked in full."""
-    texts = _texts(directory)
+    folder = os.fspath(directory)
+    texts = _texts(folder)
     key = _listing_key(texts)
     found, remembered = recall_document(memo, key)
     if not (found and isinstance(remembered, list) and len(remembered) == len(texts)):
-        remembered = _shipped_documents(directory, key, len(texts))
+        remembered = _shipped_documents(folder, key, len(texts))
         if remembered is None:
             remembered = [_parse(path, text) for path, text in texts]
         remember_document(memo, key, remembered)
     profiles: list[Profile] = []
-    first_file: dict[str, Path] = {}
+    first_file: dict[str, str] = {}
     for (path, _), doc in zip(texts, remembered, strict=True):
         profile = _profile_of(path, doc)
         if profile.id in first_file:

@@ -8,11 +8,11 @@ finds: every gap is a line in `NetworkEvidence.problems`, and the capability is 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from magicstick_host.collect.reader import Reader
+from magicstick_host.digests import sha256_hex
 from magicstick_host.domain.network_evidence import (
     FOREIGN_NETPLAN_DIRS,
     MAX_NETPLAN_FILE_BYTES,
@@ -141,7 +141,7 @@ def _netplan_key(files: tuple[NetplanFile, ...] | None, foreign: list[str]) -> s
     if files is None or foreign or any(f.text is None or f.symlink for f in files):
         return ""
     listing = [[f.path, f.sha256] for f in sorted(files, key=lambda f: f.path)]
-    return f"{NETPLAN_PARSE_VERSION}:{hashlib.sha256(repr(listing).encode('utf-8')).hexdigest()}"
+    return f"{NETPLAN_PARSE_VERSION}:{sha256_hex(repr(listing).encode('utf-8'))}"
 
 
 # a file's parse: {"document": ...} or {"problem": "why it does not parse"}
@@ -202,7 +202,7 @@ def _netplan_files(r: Reader, directory: str) -> tuple[NetplanFile, ...] | None:
         except HostReadError as exc:
             files.append(NetplanFile(path, None, "", problem=exc.reason))
             continue
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        digest = sha256_hex(text.encode("utf-8"))
         files.append(NetplanFile(path, text, digest))  # parsed by the caller, or remembered
     return tuple(files)
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
 from magicstick_host.collect.reader import Reader
+from magicstick_host.digests import sha256_hex
 from magicstick_host.domain.evidence import PackageInfo
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.dpkg_status import installed_versions, parse_dpkg_status
@@ -35,7 +35,7 @@ def installed_from_status(r: Reader, text: str,
     and the file changes only when packages do: the answer is remembered by its bytes."""
     # no memo (the console's first inspect after a boot): no key to hash the file for
     key = "" if memo is None else (
-        f"{PARSE_VERSION}:{hashlib.sha256(text.encode('utf-8', 'surrogateescape')).hexdigest()}")
+        f"{PARSE_VERSION}:{sha256_hex(text.encode('utf-8', 'surrogateescape'))}")
     found, remembered = recall_document(memo, key)
     if found and isinstance(remembered, dict):
         problem, versions = remembered.get("problem"), remembered.get("versions")

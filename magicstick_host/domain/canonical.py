@@ -6,9 +6,10 @@ escaped, as RFC 8785 does; NaN/Infinity are refused because they have no JSON sp
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
+
+from magicstick_host import digests
 
 
 def canonical_json(obj: Any) -> str:
@@ -18,4 +19,4 @@ def canonical_json(obj: Any) -> str:
 
 
 def sha256_hex(obj: Any) -> str:
-    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
+    return digests.sha256_hex(canonical_json(obj).encode("utf-8"))

@@ -8,11 +8,11 @@ and name, so a new operation adds a read without a new port method.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
 
+from magicstick_host.digests import sha256_hex
 from magicstick_host.domain.phase import Phase
 from magicstick_host.lite_dataclasses import dataclass, field
 
@@ -25,7 +25,7 @@ SYSTEM_NAMESPACE = "ai-system"
 
 def hostoperation_name(node_uid: str) -> str:
     """The HostOperation name for a Node: `host-` + 24 hex of sha256 over the JSON string."""
-    digest = hashlib.sha256(json.dumps(node_uid, ensure_ascii=False).encode()).hexdigest()
+    digest = sha256_hex(json.dumps(node_uid, ensure_ascii=False).encode())
     return f"host-{digest[:24]}"
 
 

@@ -9,12 +9,11 @@ leaves the inventory: the published interfaces say only `hasPassword`.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import ipaddress
 from collections.abc import Sequence
 from typing import Any
 
+from magicstick_host.digests import hmac_sha256_hex
 from magicstick_host.domain import netplan_entries as entries
 from magicstick_host.domain.canonical import canonical_json, sha256_hex
 from magicstick_host.domain.network_evidence import (
@@ -364,7 +363,7 @@ def network_id(inventory: NetworkInventory, key: bytes) -> str:
             for i in inventory.interfaces
         ],
     }
-    return hmac.new(key, canonical_json(subject).encode("utf-8"), hashlib.sha256).hexdigest()
+    return hmac_sha256_hex(key, canonical_json(subject).encode("utf-8"))
 
 
 def network_section(

@@ -27,7 +27,6 @@ import os
 import stat
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Protocol
 
 MEMO_VERSION = 1
@@ -49,7 +48,7 @@ MemoFactory = Callable[[str], "CommandMemo | None"]
 
 def runtime_memo(name: str) -> FileCommandMemo | None:
     value = os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
-    return FileCommandMemo(Path(value) / name) if value else None
+    return FileCommandMemo(os.path.join(value, name)) if value else None
 
 
 def console_memos(root: str) -> MemoFactory:
@@ -59,7 +58,7 @@ def console_memos(root: str) -> MemoFactory:
     directory = value or (UNIT_RUNTIME_DIR if os.path.realpath(root) == "/" else "")
     if not directory or not _trusted_directory(directory):
         return lambda name: None
-    return lambda name: ReadOnlyMemo(FileCommandMemo(Path(directory) / name))
+    return lambda name: ReadOnlyMemo(FileCommandMemo(os.path.join(directory, name)))
 
 
 def _trusted_directory(path: str) -> bool:
@@ -85,8 +84,10 @@ class ReadOnlyMemo:
 
 
 class FileCommandMemo:
-    def __init__(self, path: Path, *, max_age_s: float = MAX_AGE_S) -> None:
-        self.path = path
+    def __init__(self, path: str | os.PathLike[str], *, max_age_s: float = MAX_AGE_S) -> None:
+        # a string, not a pathlib.Path: pathlib (and urllib.parse, which it imports) is about
+        # 6 ms of the console's inspect, which needs no path object
+        self.path = os.fspath(path)
         self.max_age_s = max_age_s
 
     def recall(self, key: str) -> str | None:
@@ -119,7 +120,8 @@ class FileCommandMemo:
                            "output": output}).encode("utf-8")
         if len(body) > MAX_MEMO_BYTES:
             return
-        temp = self.path.with_name(f".{self.path.name}.tmp")
+        directory, name = os.path.split(self.path)
+        temp = os.path.join(directory, f".{name}.tmp")
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
                          | os.O_CLOEXEC, 0o600)

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import os
 import stat
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from magicstick_host.digests import sha256_hex
 from magicstick_host.errors import KubeConfigError
 from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass, field
@@ -96,7 +96,7 @@ def _parse_document(path: str, memo: CommandMemo | None) -> Any:
     raw = _read(path)
     # the same bytes parse to the same document: the timer's ticks keep it in the runtime
     # directory (beside the root-only file it came from) and need no YAML parser
-    key = f"{PARSE_VERSION}:{hashlib.sha256(raw).hexdigest()}"
+    key = f"{PARSE_VERSION}:{sha256_hex(raw)}"
     found, remembered = recall_document(memo, key)
     if found:
         return remembered

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from magicstick_host import schemas
+from magicstick_host.digests import sha256_hex
 from magicstick_host.domain.network_trial import TrialRecord
 from magicstick_host.domain.strict_json import loads_strict
 from magicstick_host.errors import LockBusyError, StateError
@@ -342,7 +342,7 @@ class NetworkStore:
 
 
 def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256_hex(data)
 
 
 def _rmtree(path: Path | str, ignore_errors: bool = False) -> None:

@@ -158,10 +158,21 @@ def test_empty_directory_has_no_profiles(tmp_path: Path) -> None:
 
 def test_default_profiles_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(PROFILES_ENV, str(tmp_path))
-    assert default_profiles_dir() == tmp_path
+    assert default_profiles_dir() == str(tmp_path)
     monkeypatch.delenv(PROFILES_ENV)
-    assert default_profiles_dir() == REPO / "profiles"
-    assert Path("/usr/local/lib/magicstick/host-management/profiles") == INSTALLED_PROFILES_DIR
+    assert default_profiles_dir() == str(REPO / "profiles")
+    assert INSTALLED_PROFILES_DIR == "/usr/local/lib/magicstick/host-management/profiles"
+
+
+def test_an_unreadable_profile_directory_is_an_error_not_an_empty_set(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def refused(path: object) -> list[str]:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    # the suite runs as root, which lists any directory: the refusal is injected
+    monkeypatch.setattr("magicstick_host.profile_store.os.listdir", refused)
+    with pytest.raises(ProfileError, match=r"cannot be read .*Permission denied"):
+        load_profiles(tmp_path)
 
 
 # --- the shipped parse (profiles/parsed.json) -------------------------------------------------

@@ -59,3 +59,34 @@ def test_inspect_runs_unprivileged_and_unreadable_files_are_unknown(tmp_path: Pa
     reasons = [u["reason"] for u in doc["unknowns"]]
     assert any("/var/lib/dpkg/status: permission denied" in r for r in reasons), reasons
     assert doc["plan"]["state"] == "blocked"
+
+
+# what the console's inspect of this machine must not pay for (issue 15): it makes no TLS
+# connection, reads no YAML and validates no shipped data, and its paths are strings
+INSPECT_NEVER_LOADS = ("pathlib", "urllib", "hashlib", "_hashlib", "hmac", "ssl", "yaml",
+                       "kubernetes", "jsonschema", "click", "dataclasses", "magicstick_host.sim")
+INSPECT_PROBE = """
+import io, json, sys
+before = set(sys.modules)
+sys.path.insert(0, sys.argv[1])
+from magicstick_host.cli.main import main
+sys.stdout = io.StringIO()
+code = main(["inspect", "--json"])
+sys.stdout = sys.__stdout__
+print(json.dumps({"code": code, "modules": sorted(set(sys.modules) - before)}))
+"""
+
+
+@pytest.mark.real_commands
+def test_inspect_of_this_machine_loads_nothing_it_does_not_use() -> None:
+    # -S: no site hook, whose editable-install finder would load pathlib and hide it here
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", INSPECT_PROBE, str(repo)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert doc["code"] == 0
+    assert "magicstick_host.collect.packages" in doc["modules"]  # it did the work
+    loaded = [m for m in doc["modules"]
+              if any(m == bad or m.startswith(bad + ".") for bad in INSPECT_NEVER_LOADS)]
+    assert loaded == []

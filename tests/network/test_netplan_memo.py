@@ -69,7 +69,7 @@ def test_the_memo_lives_only_in_the_runtime_directory(tmp_path: Path, monkeypatc
     assert runtime_memo("netplan-get.json") is None
     monkeypatch.setenv("RUNTIME_DIRECTORY", f"{tmp_path}/run:{tmp_path}/other")
     memo = runtime_memo("netplan-get.json")
-    assert memo is not None and memo.path == tmp_path / "run" / "netplan-get.json"
+    assert memo is not None and memo.path == str(tmp_path / "run" / "netplan-get.json")
     assert HOME_PASSPHRASE  # the scenario's key, which the memo may hold on the tmpfs only
 
 

@@ -41,11 +41,11 @@ def test_a_corrupt_or_foreign_memo_is_ignored(tmp_path: Path) -> None:
     path = write(tmp_path, k3s_document())
     memo = FileCommandMemo(tmp_path / "kubeconfig.json")
     load_kubeconfig(path, memo)
-    held = json.loads(memo.path.read_text())
+    held = json.loads(Path(memo.path).read_text())
     held["key"] = "kubeconfig-1:" + "0" * 64
-    memo.path.write_text(json.dumps(held))
+    Path(memo.path).write_text(json.dumps(held))
     assert load_kubeconfig(path, memo).host == "127.0.0.1"
-    memo.path.write_text("{broken")
+    Path(memo.path).write_text("{broken")
     assert load_kubeconfig(path, memo).host == "127.0.0.1"
 
 
@@ -57,7 +57,7 @@ def test_a_document_json_cannot_carry_is_not_remembered(tmp_path: Path) -> None:
     path.write_text(text)
     memo = FileCommandMemo(tmp_path / "kubeconfig.json")
     assert load_kubeconfig(str(path), memo).host == "127.0.0.1"
-    assert not memo.path.exists()
+    assert not Path(memo.path).exists()
 
 
 def test_remembered_profiles_are_the_parsed_ones_and_are_still_checked(tmp_path: Path) -> None:
@@ -69,10 +69,10 @@ def test_remembered_profiles_are_the_parsed_ones_and_are_still_checked(tmp_path:
     assert load_profiles(directory, memo) == parsed
 
     # a memo whose key fits but whose document is not a valid profile: checked, refused
-    held = json.loads(memo.path.read_text())
+    held = json.loads(Path(memo.path).read_text())
     documents = json.loads(held["output"])
     documents[0]["packages"] = {"linux-image-generic": "1.0"}
-    memo.path.write_text(json.dumps({**held, "output": json.dumps(documents)}))
+    Path(memo.path).write_text(json.dumps({**held, "output": json.dumps(documents)}))
     with pytest.raises(ProfileError):
         load_profiles(directory, memo)
 
@@ -112,7 +112,7 @@ def test_the_dpkg_status_is_remembered_by_its_bytes(tmp_path: Path) -> None:
     memo = FileCommandMemo(tmp_path / "dpkg-status.json")
     expected = ({"linux-image-7.0.0-31-generic": "7.0.0-31.31"}, [])
     assert installed(tmp_path / "root", memo) == expected  # parsed, remembered
-    assert memo.path.exists()
+    assert Path(memo.path).exists()
     assert installed(tmp_path / "root", memo) == expected  # from the memo
 
     status.write_text(STATUS + "Package: broken\n bad continuation\nno colon here\n")
