@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from magicstick_host.collect import collect_evidence
 from magicstick_host.domain.evidence import Evidence
@@ -17,10 +16,12 @@ from magicstick_host.ports.command_memo import CommandMemo, MemoFactory
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.runner import NOT_FOUND, CommandResult, CommandRunner, RealRunner
 from magicstick_host.profile_store import default_profiles_dir, load_profiles
+from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     # pathlib only where a tick needs it: with urllib.parse it is ~6 ms of the console's inspect
     from pathlib import Path
+    from typing import Any
 
     from magicstick_host.ports.kube import KubePort
     from magicstick_host.ports.state_store import StateStore

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from magicstick_host.app import gpu_health, node_name_of
 from magicstick_host.domain.limits import DEFAULT_LIMITS
 from magicstick_host.ports.clock import RealClock
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def read_state_readonly(state_dir: str) -> tuple[Any, str, bool]:

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from magicstick_host.app import executor_runner
 from magicstick_host.ports.clock import RealClock
 from magicstick_host.ports.hostfs import RootedHostFS
+from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from magicstick_host.network.rollback import RollbackDeps

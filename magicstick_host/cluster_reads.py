@@ -13,7 +13,6 @@ from magicstick_host.domain.cluster import (
     SYSTEM_NAMESPACE,
     ClusterRead,
     ClusterView,
-    Json,
     hostoperation_name,
 )
 from magicstick_host.domain.limits import Limits
@@ -21,6 +20,10 @@ from magicstick_host.domain.operations.registry import kind_of
 from magicstick_host.domain.state import Operation
 from magicstick_host.errors import KubeError, KubeNotFoundError
 from magicstick_host.ports.kube import KubePort
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from magicstick_host.domain.cluster import Json
 
 
 def wanted_reads(request: Json | None, active: Operation | None) -> list[ClusterRead]:

@@ -14,7 +14,8 @@ computes it; tests/test_digests.py holds all of it to the standard modules.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+
+from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Protocol

@@ -22,15 +22,17 @@ from __future__ import annotations
 
 import reprlib
 import sys
-import typing
 from collections.abc import Callable
-from typing import Any, TypeVar, dataclass_transform, overload
+
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, TypeVar, dataclass_transform, overload
+
+    _T = TypeVar("_T")
 
 __all__ = ["MISSING", "Field", "FrozenInstanceError", "asdict", "dataclass", "field", "fields",
            "is_dataclass", "replace"]
-
-_T = TypeVar("_T")
-
 
 class _Missing:
     def __repr__(self) -> str:
@@ -156,13 +158,14 @@ class _StandardFields:
         return built
 
 
-@overload
-@dataclass_transform(field_specifiers=(field,))
-def dataclass(cls: type[_T], /) -> type[_T]: ...
+# the checker's view, which the interpreter does not need (nor typing: magicstick_host/static.py)
+if TYPE_CHECKING:
+    @overload
+    @dataclass_transform(field_specifiers=(field,))
+    def dataclass(cls: type[_T], /) -> type[_T]: ...
 
-
-@overload
-def dataclass(*, frozen: bool = False) -> Callable[[type[_T]], type[_T]]: ...
+    @overload
+    def dataclass(*, frozen: bool = False) -> Callable[[type[_T]], type[_T]]: ...
 
 
 def dataclass(cls: type[_T] | None = None, /, *,
@@ -176,7 +179,10 @@ def dataclass(cls: type[_T] | None = None, /, *,
 def _is_classvar(annotation: Any) -> bool:
     if isinstance(annotation, str):
         return annotation.startswith(("ClassVar", "typing.ClassVar"))
-    return annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar
+    # a ClassVar object exists only where typing has been imported
+    typing = sys.modules.get("typing")
+    return typing is not None and (annotation is typing.ClassVar
+                                   or typing.get_origin(annotation) is typing.ClassVar)
 
 
 def _own_annotations(cls: type) -> dict[str, Any]:

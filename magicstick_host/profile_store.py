@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 from functools import cache
-from typing import TYPE_CHECKING, Any
 
 from magicstick_host.digests import sha256_hex
 from magicstick_host.domain.profiles import Profile, json_path, profile_from_document
@@ -20,12 +19,17 @@ from magicstick_host.ports.command_memo import (
     recall_document,
     remember_document,
 )
-from magicstick_host.schemas.compiled import Check, compile_schema
+from magicstick_host.schemas.compiled import compile_schema
+from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any
+
     import yaml
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError
+
+    from magicstick_host.schemas.compiled import Check
 
 PROFILES_ENV = "MAGICSTICK_HOST_PROFILES"
 INSTALLED_PROFILES_DIR = "/usr/local/lib/magicstick/host-management/profiles"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from magicstick_host.cluster_reads import read_cluster
 from magicstick_host.domain import log_lines
@@ -26,13 +25,7 @@ from magicstick_host.domain.operations import lifecycle
 from magicstick_host.domain.operations.registry import kind_of
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.profiles import Profile
-from magicstick_host.domain.request import (
-    Accepted,
-    HostFacts,
-    Ignored,
-    Rejected,
-    rejection_status,
-)
+from magicstick_host.domain.request import Accepted, HostFacts, Ignored, Rejected, rejection_status
 from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State
 from magicstick_host.domain.supervision import supervise
 from magicstick_host.domain.times import rfc3339
@@ -54,7 +47,11 @@ from magicstick_host.ports.lock import Lock
 from magicstick_host.ports.runner import CommandRunner
 from magicstick_host.ports.state_store import StateStore
 from magicstick_host.publish import Publishing, publish_all, publish_report
+from magicstick_host.static import TYPE_CHECKING
 from magicstick_host.tick_result import TickResult
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # intake, decide and history are imported where they are used: an idle tick needs none of them
 CrashHook = Callable[[str], None]

@@ -134,3 +134,47 @@ def test_a_sim_command_loads_the_simulator() -> None:
 def test_no_module_is_over_400_lines(path: Path) -> None:
     """Small modules with one job each; split one that grows past this along a real seam."""
     assert len(path.read_text(encoding="utf-8").splitlines()) <= 400
+
+
+def _imports_typing(node: ast.stmt) -> bool:
+    if isinstance(node, ast.Import):
+        return any(alias.name == "typing" for alias in node.names)
+    return isinstance(node, ast.ImportFrom) and node.module == "typing"
+
+
+def _typing_imports_at_run_time(tree: ast.Module) -> list[int]:
+    """Lines importing typing that the interpreter runs when the module is imported: at module
+    level or in a class body, outside an `if TYPE_CHECKING:` block (a function may import it)."""
+    found: list[int] = []
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if _imports_typing(node):
+                found.append(node.lineno)
+            elif isinstance(node, ast.If):
+                if not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+                    visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.ClassDef | ast.Try | ast.With):
+                for part in ("body", "orelse", "finalbody", "handlers"):
+                    for child in getattr(node, part, []):
+                        visit(child.body if isinstance(child, ast.ExceptHandler) else [child])
+
+    visit(tree.body)
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: module_name(p))
+def test_no_module_imports_typing_at_run_time(path: Path) -> None:
+    """typing's names are for the checker (magicstick_host/static.py): importing typing costs
+    every tick and inspect about 4.6 ms."""
+    assert _typing_imports_at_run_time(ast.parse(path.read_text(encoding="utf-8"))) == []
+
+
+def test_the_typing_check_finds_a_run_time_import() -> None:
+    """The check above cannot pass by finding nothing."""
+    tree = ast.parse("from magicstick_host.static import TYPE_CHECKING\n"
+                     "import typing\n"
+                     "if TYPE_CHECKING:\n    from typing import Any\n"
+                     "class C:\n    from typing import Literal\n")
+    assert _typing_imports_at_run_time(tree) == [2, 6]

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TextIO
 
-from magicstick_host.domain.log_lines import Level
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import TextIO
+
+    from magicstick_host.domain.log_lines import Level
 
 PRIORITY = {"err": 3, "warning": 4, "notice": 5}
 

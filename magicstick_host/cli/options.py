@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 import click
 
 # the timer's fast path reads the tick's options without click, from the same defaults
 from magicstick_host.cli.tick_fast import DEFAULT_KUBECONFIG, DEFAULT_STATE_DIR
 from magicstick_host.errors import EXIT_CODE_MEANINGS
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
 
 __all__ = ["DEFAULT_KUBECONFIG", "DEFAULT_STATE_DIR"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    F = TypeVar("F", bound=Callable[..., Any])
 
 # click's \b keeps the lines as they are
 EXIT_CODES_HELP = "\n".join(

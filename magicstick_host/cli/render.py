@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _gib(mi: int | None) -> str:

@@ -9,7 +9,6 @@ finds: every gap is a line in `NetworkEvidence.problems`, and the capability is 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 from magicstick_host.collect.reader import Reader
 from magicstick_host.digests import sha256_hex
@@ -33,8 +32,12 @@ from magicstick_host.lite_dataclasses import replace
 from magicstick_host.ports.command_memo import CommandMemo, recall_document, remember_document
 from magicstick_host.ports.hostfs import HostFS, HostReadError
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult, CommandRunner
+from magicstick_host.static import TYPE_CHECKING
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 SYS_CLASS_NET = "/sys/class/net"
 IP_TIMEOUT_S = 5.0
@@ -145,7 +148,8 @@ def _netplan_key(files: tuple[NetplanFile, ...] | None, foreign: list[str]) -> s
 
 
 # a file's parse: {"document": ...} or {"problem": "why it does not parse"}
-FileParse = dict[str, Any]
+if TYPE_CHECKING:
+    FileParse = dict[str, Any]
 
 
 def _load_netplan_yaml(text: str) -> Any:

@@ -4,13 +4,16 @@ exception. Collector modules ask "what is this value, or None?" and move on."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
 
 from magicstick_host.domain.evidence import Unknown
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.ports.hostfs import DEFAULT_MAX_BYTES, HostFS, HostReadError
+from magicstick_host.static import TYPE_CHECKING
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 
 class Reader:

@@ -7,9 +7,12 @@ escaped, as RFC 8785 does; NaN/Infinity are refused because they have no JSON sp
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from magicstick_host import digests
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def canonical_json(obj: Any) -> str:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from magicstick_host.digests import sha256_hex
 from magicstick_host.domain.phase import Phase
 from magicstick_host.lite_dataclasses import dataclass, field
+from magicstick_host.static import TYPE_CHECKING
 
-Json = dict[str, Any]
+if TYPE_CHECKING:
+    from typing import Any
+
+    Json = dict[str, Any]
 # the appliance's API group and system namespace (contract.md): HostOperations,
 # ModuleActivations and the Appliance live there
 APPLIANCE_API = "appliance.magicstick.dev/v1alpha1"

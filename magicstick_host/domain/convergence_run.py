@@ -8,11 +8,13 @@ The changed tasks come from ansible's default output, the same text the log keep
 
 from __future__ import annotations
 
-from typing import Any
-
 from magicstick_host.domain.strict_json import loads_strict
 from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass, replace
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
 MAX_CHANGED_TASKS = 50

@@ -6,10 +6,12 @@ memory sizes (the carve-out is what configure-gpu-memory changes) are left out o
 
 from __future__ import annotations
 
-from typing import Any
-
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import Evidence, Unknown
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 _SCALAR_INPUTS = ("cpu_model", "dmi_vendor", "dmi_product", "arch")
 # per-device memory facts (`pci.devices.<addr>.uma...`): the carve-out is a setting, not part

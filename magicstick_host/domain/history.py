@@ -8,13 +8,16 @@ transitions, the boots it saw and its outcome, as `fwupdmgr get-history` lists u
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.phase import TERMINAL_PHASES, Phase
 from magicstick_host.domain.state import State
 from magicstick_host.domain.times import rfc3339
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 HISTORY_SCHEMA_VERSION = 1
 # saves that only record what was published: not transitions, never journaled

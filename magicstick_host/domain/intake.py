@@ -9,7 +9,6 @@ are in its module (`OperationKind.request_fields`, `check_request`), found in th
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.offers import HOST_BUSY
@@ -31,6 +30,10 @@ from magicstick_host.domain.request import (
 )
 from magicstick_host.domain.state import State
 from magicstick_host.domain.times import parse_time
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # every request has these (contract.md, "Spec fields"); an operation adds its own
 COMMON_FIELDS = frozenset(

@@ -31,11 +31,9 @@ continue and how) is its operation module's `LegacyRules` (domain/operations/kin
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from magicstick_host.domain.legacy_values import nonempty_str, plan_of
 from magicstick_host.domain.limits import DEFAULT_LIMITS
-from magicstick_host.domain.operations.kind import LegacyResume
 from magicstick_host.domain.operations.registry import kind_of
 from magicstick_host.domain.phase import LEGACY_COMPLETED, Phase, parse_phase
 from magicstick_host.domain.records import NoData
@@ -43,6 +41,12 @@ from magicstick_host.domain.request import request_digest
 from magicstick_host.domain.state import LegacyNote, Operation, ProcessedRequest, State
 from magicstick_host.domain.times import rfc3339
 from magicstick_host.lite_dataclasses import dataclass, replace
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from magicstick_host.domain.operations.kind import LegacyResume
 
 NAMESPACE = "ai-system"
 NOT_RESUMED = "started by the previous worker version; not resumed"

@@ -14,13 +14,15 @@ refusal, a failure or a stop, err for what keeps the worker from working at all.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import State
 from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.static import TYPE_CHECKING
 
-Level = Literal["notice", "warning", "err"]
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Level = Literal["notice", "warning", "err"]
 # the outcomes an administrator must look at
 _BAD_ENDS = frozenset({Phase.FAILED, Phase.INTERRUPTED, Phase.ROLLED_BACK})
 

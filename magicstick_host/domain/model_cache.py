@@ -12,12 +12,14 @@ freeBytes, message, id}`:
 
 from __future__ import annotations
 
-from typing import Any
-
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.model_cache_blockers import Blockers
 from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS, CacheInventory
 from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 ACTION = "clear-model-cache"
 ID_VERSION = 1

@@ -8,7 +8,6 @@ which blocks too (and withdraws the capability: the workload inventory is unknow
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from magicstick_host.domain.model_cache_inventory import (
     CACHE_ROOTS,
@@ -17,8 +16,12 @@ from magicstick_host.domain.model_cache_inventory import (
     normalise_path,
 )
 from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.static import TYPE_CHECKING
 
-Json = dict[str, Any]
+if TYPE_CHECKING:
+    from typing import Any
+
+    Json = dict[str, Any]
 MODEL_POD_LABELS = (("app", "model"), ("app.kubernetes.io/name", "freetoken"))
 # at most this many blockers are named in a message; the rest are counted
 NAMED_BLOCKERS = 3

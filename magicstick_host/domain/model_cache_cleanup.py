@@ -13,8 +13,6 @@ A deletion whose outcome was never recorded (the worker died during it) is never
 
 from __future__ import annotations
 
-from typing import Any
-
 from magicstick_host.domain.model_cache import approx_gib
 from magicstick_host.domain.model_cache_blockers import Blockers
 from magicstick_host.domain.model_cache_inventory import (
@@ -23,6 +21,10 @@ from magicstick_host.domain.model_cache_inventory import (
     clearable_entry,
 )
 from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MODEL_STARTED = "A model started during cleanup. Remaining cache files were kept."
 # Ollama's manifests go before its blobs: a cleanup stopped in between leaves unreferenced

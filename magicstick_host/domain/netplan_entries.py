@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import fnmatch
 import ipaddress
-from typing import Any
 
 from magicstick_host.domain.parsers.netplan import netplan_bool, netplan_int
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_DESTINATIONS = frozenset({"default", "0.0.0.0/0"})
 DEFAULT_METRIC_WIFI = 600

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Sequence
-from typing import Any
 
 from magicstick_host.digests import hmac_sha256_hex
 from magicstick_host.domain import netplan_entries as entries
@@ -27,6 +26,10 @@ from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.netplan import netplan_network
 from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass, field
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 INTERFACE_NAME = LazyPattern(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$")
 MAX_INTERFACES = 32

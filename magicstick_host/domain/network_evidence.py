@@ -10,9 +10,11 @@ As in domain/evidence.py, a fact that could not be read is `None` (or the collec
 
 from __future__ import annotations
 
-from typing import Any
-
 from magicstick_host.lite_dataclasses import dataclass, field
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 NETPLAN_DIR = "/etc/netplan"
 # YAML here would be merged by netplan too, so the worker could not say what it replaces

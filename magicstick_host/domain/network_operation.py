@@ -13,8 +13,6 @@ modules translate these into the framework's steps and phases).
 
 from __future__ import annotations
 
-from typing import Any
-
 from magicstick_host.domain import network_trial as trials
 from magicstick_host.domain.network_capability import NetworkInventory
 from magicstick_host.domain.network_request import (
@@ -33,6 +31,10 @@ from magicstick_host.domain.network_settings import (
 from magicstick_host.domain.network_trial import TrialRecord
 from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 CONFIGURE, SCAN = "configure-network", "scan-wifi"
 NETWORK_ACTIONS = (CONFIGURE, SCAN)

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import binascii
 from datetime import datetime, timedelta
-from typing import Any
 
 from magicstick_host.domain.strict_json import loads_strict
 from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 SECRET_NAMESPACE = "host-management"
 SECRET_TYPE = "appliance.magicstick.dev/network-request"

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from magicstick_host.domain.parsers.network import ScannedBss, ssid_text
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_NETWORKS = 32
 # what iw prints for a BSS it heard without a signal reading

@@ -10,11 +10,14 @@ the password (they go into the 0600 settings file and the managed netplan file o
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
 
 from magicstick_host.domain.network_capability import InterfaceView, NetworkInventory
 from magicstick_host.domain.parsers.network import has_control_characters
 from magicstick_host.lite_dataclasses import dataclass, replace
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 SETTINGS_FIELDS = frozenset(
     {"interface", "mode", "address", "gateway", "dns", "metric", "ssid", "security",

@@ -18,11 +18,14 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 from magicstick_host.domain.network_capability import NetworkInventory
 from magicstick_host.domain.network_evidence import MANAGED_NETPLAN_NAME
 from magicstick_host.lite_dataclasses import dataclass, replace
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 TRIAL_SCHEMA_VERSION = 1
 STAGES = ("backed-up", "writing", "generating", "applying", "awaiting", "confirmed",

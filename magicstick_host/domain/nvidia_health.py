@@ -15,9 +15,11 @@ Operator, as the appliance documentation tells them to.
 
 from __future__ import annotations
 
-from typing import Any
-
 from magicstick_host.domain.evidence import NVIDIA_VENDOR, Evidence
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 PERSISTENCED_SOCKET = "/run/nvidia-persistenced/socket"
 _WHY = (

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.operations.registry import OPERATIONS
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # a capability key: why nothing may start on this host now although no operation is active
 # (e.g. a network trial whose request was deleted is still running: network/view.py)

@@ -8,13 +8,16 @@ so a schema mistake cannot let `linux-generic` onto 24.04 or the HWE meta packag
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.versions import is_valid_version
 from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # (os id, VERSION_ID) -> the only package names a profile for that OS may pin
 ALLOWED_PACKAGES: Mapping[tuple[str, str], frozenset[str]] = {

@@ -16,15 +16,19 @@ A boolean is never an integer here (JSON distinguishes them, Python does not). P
 from __future__ import annotations
 
 import types
-import typing
 from functools import cache
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from magicstick_host import lite_dataclasses as dataclasses
 from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.static import TYPE_CHECKING, type_hints
 
-R = TypeVar("R")
-Json = dict[str, Any]
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    R = TypeVar("R")
+    Json = dict[str, Any]
+# typing is imported where a record is read or written, not with the module: an idle tick and
+# inspect hold no operation record (magicstick_host/static.py)
 
 
 def camel(name: str) -> str:
@@ -42,7 +46,7 @@ def _fields(cls: type) -> tuple[tuple[str, str, Any, bool], ...]:
     """(attribute, JSON key, type, has a default) of each field of a record class."""
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"{cls!r} is not a record (a dataclass)")
-    hints = get_type_hints(cls)
+    hints = type_hints(cls)
     return tuple(
         (
             f.name,
@@ -59,7 +63,9 @@ def _is_record(kind: Any) -> bool:
 
 
 def _is_union(kind: Any) -> bool:
-    return get_origin(kind) in (Union, types.UnionType)
+    import typing
+
+    return typing.get_origin(kind) in (typing.Union, types.UnionType)
 
 
 def record_to_json(record: Any) -> Json:
@@ -82,7 +88,8 @@ def _to_json(value: Any) -> Any:
 def record_from_json(cls: type[R], doc: Any, path: str = "data") -> R:
     if not isinstance(doc, dict):
         raise ValueError(f"{path}: not an object")
-    fields = _fields(typing.cast(type, cls))
+    record_class: type = cls  # a class: hashable, as the cache of _fields needs
+    fields = _fields(record_class)
     known = {key for _, key, _, _ in fields}
     extra = sorted(str(k) for k in doc if k not in known)
     if extra:
@@ -98,7 +105,10 @@ def record_from_json(cls: type[R], doc: Any, path: str = "data") -> R:
 
 
 def _from_json(kind: Any, value: Any, path: str) -> Any:
-    if kind is Any:
+    import typing
+    from typing import get_args
+
+    if kind is typing.Any:
         return value
     if _is_record(kind):
         return record_from_json(kind, value, path)
@@ -109,8 +119,8 @@ def _from_json(kind: Any, value: Any, path: str) -> Any:
             except ValueError:
                 continue
         raise ValueError(f"{path}: {_describe(value)} is not {_name(kind)}")
-    origin = get_origin(kind)
-    if origin is Literal:
+    origin = typing.get_origin(kind)
+    if origin is typing.Literal:
         if any(value == v and type(value) is type(v) for v in get_args(kind)):
             return value
         raise ValueError(f"{path}: {value!r} is not one of {list(get_args(kind))}")
@@ -147,7 +157,9 @@ def _name(kind: Any) -> str:
     if kind is type(None):
         return "null"
     if _is_union(kind):
-        return " or ".join(_name(k) for k in get_args(kind))
+        import typing
+
+        return " or ".join(_name(k) for k in typing.get_args(kind))
     return getattr(kind, "__name__", str(kind))
 
 
@@ -165,14 +177,17 @@ def record_schema(cls: type) -> Json:
 
 
 def _schema(kind: Any) -> Json:
-    if kind is Any:
+    import typing
+    from typing import get_args
+
+    if kind is typing.Any:
         return {}
     if _is_record(kind):
         return record_schema(kind)
     if _is_union(kind):
         return {"anyOf": [_schema(k) for k in get_args(kind)]}
-    origin = get_origin(kind)
-    if origin is Literal:
+    origin = typing.get_origin(kind)
+    if origin is typing.Literal:
         return {"enum": list(get_args(kind))}
     if origin is list:
         return {"type": "array", "items": _schema(get_args(kind)[0])}

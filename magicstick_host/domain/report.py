@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Block, State
 from magicstick_host.domain.times import rfc3339
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 REPORT_ANNOTATION = "appliance.magicstick.dev/host-management"
 REPORT_SCHEMA_VERSION = 1

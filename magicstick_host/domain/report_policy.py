@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 from magicstick_host.errors import ExitCode, MagicstickError
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_REPORT_CHARS = 32768
 MIN_WRITE_INTERVAL_S = 60.0
@@ -32,7 +35,8 @@ FRESH_FUTURE_S = 30.0
 SCHEMA_VERSION = 1
 CUT_MESSAGE_CHARS = 256
 
-Json = dict[str, Any]
+if TYPE_CHECKING:
+    Json = dict[str, Any]
 
 
 class ReportTooLargeError(MagicstickError):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from magicstick_host import lite_dataclasses as dataclasses
 from magicstick_host.domain.evidence import Evidence
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def camel(name: str) -> str:

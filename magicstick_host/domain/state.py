@@ -7,12 +7,14 @@ and validates it against schemas/state.schema.json; this module never does I/O.
 
 from __future__ import annotations
 
-from typing import Any
-
 from magicstick_host.domain.convergence_run import ConvergenceRun
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.records import NoData, record_to_json
 from magicstick_host.lite_dataclasses import dataclass, field, replace
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 STATE_SCHEMA_VERSION = 1
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from magicstick_host.domain.convergence_run import render_convergence
 from magicstick_host.domain.phase import SHUTDOWN_PHASES, Phase
 from magicstick_host.domain.state import State
 from magicstick_host.domain.times import rfc3339
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 STATUS_SCHEMA_VERSION = 1
 

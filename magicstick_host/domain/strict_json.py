@@ -12,7 +12,11 @@ caller does not expect:
 from __future__ import annotations
 
 import json
-from typing import Any
+
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # far deeper than any state, journal entry or legacy file this worker writes or reads (≈10)
 MAX_DEPTH = 64

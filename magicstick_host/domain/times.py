@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def rfc3339(moment: datetime) -> str:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.ports.clock import Clock
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.kube import KubePort
 from magicstick_host.ports.runner import CommandRunner
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass
@@ -40,7 +43,8 @@ class EffectPorts:
 
 
 # (the step's inputs, the ports, the request UID) -> (ok, detail)
-Effect = Callable[[dict[str, Any], EffectPorts, str], tuple[bool, str]]
+if TYPE_CHECKING:
+    Effect = Callable[[dict[str, Any], EffectPorts, str], tuple[bool, str]]
 
 
 # configure-network and scan-wifi (network.md): magicstick_host/network/step_effects.py,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from magicstick_host.errors import KubeError
 from magicstick_host.ports.kube import KubePort
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 NAMESPACE = "ai-system"
 NAME = "amd-gpu"

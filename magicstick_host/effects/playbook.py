@@ -10,13 +10,15 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from magicstick_host.errors import MagicstickError
 from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.ports.runner import CommandResult
+from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from magicstick_host.effects import EffectPorts
 
 HEARTBEAT_S = 30.0

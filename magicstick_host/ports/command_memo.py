@@ -27,7 +27,8 @@ import os
 import stat
 import time
 from collections.abc import Callable
-from typing import Protocol
+
+from magicstick_host.static import Protocol
 
 MEMO_VERSION = 1
 MAX_AGE_S = 3600.0

@@ -14,7 +14,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Protocol
+
+from magicstick_host.static import Protocol
 
 DEFAULT_MAX_BYTES = 1024 * 1024
 # /var/lib/dpkg/status is several MB on a real host

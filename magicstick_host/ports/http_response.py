@@ -9,7 +9,7 @@ reading of the same bytes, for generated responses.
 
 from __future__ import annotations
 
-from typing import Protocol
+from magicstick_host.static import Protocol
 
 # a status line or header line longer than this, or more headers, is not a Kubernetes answer
 MAX_LINE_BYTES = 65536

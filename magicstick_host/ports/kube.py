@@ -46,7 +46,6 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Protocol
 from urllib.parse import quote
 
 from magicstick_host.domain.cluster import hostoperation_name
@@ -62,6 +61,10 @@ from magicstick_host.ports.command_memo import CommandMemo
 from magicstick_host.ports.kube_lists import list_or_none
 from magicstick_host.ports.kube_secrets import NetworkSecrets, NetworkSecretsPort
 from magicstick_host.ports.kubeconfig import load_kubeconfig
+from magicstick_host.static import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUP = "appliance.magicstick.dev"
 VERSION = "v1alpha1"
@@ -70,7 +73,8 @@ MODULEACTIVATIONS = "moduleactivations"
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
 
-Json = dict[str, Any]
+if TYPE_CHECKING:
+    Json = dict[str, Any]
 __all__ = ["KubePort", "RealKube", "hostoperation_name"]
 
 

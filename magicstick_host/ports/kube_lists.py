@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
 
 from magicstick_host.errors import KubeNotFoundError, KubeTemporaryError
+from magicstick_host.static import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from typing import Any
 
 LIST_PAGE = 250
 MAX_LIST_PAGES = 40
-Json = dict[str, Any]
+if TYPE_CHECKING:
+    Json = dict[str, Any]
 
 
 class Lister(Protocol):
@@ -29,7 +33,8 @@ class Lister(Protocol):
 
 
 # one GET of a page: (path, query) -> the answer
-Page = Callable[[str, list[tuple[str, str]]], Json]
+if TYPE_CHECKING:
+    Page = Callable[[str, list[tuple[str, str]]], Json]
 
 
 def list_or_none(kube: Lister, api_version: str, plural: str, page: Page) -> list[Json] | None:

@@ -10,9 +10,12 @@ socket timeouts, or with the process.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from magicstick_host.errors import KubeConfigError, KubeTemporaryError
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class OfficialTransport:

@@ -23,7 +23,6 @@ import binascii
 import os
 import stat
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import urlsplit
 
 from magicstick_host.digests import sha256_hex
@@ -31,6 +30,10 @@ from magicstick_host.errors import KubeConfigError
 from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass, field
 from magicstick_host.ports.command_memo import CommandMemo, recall_document, remember_document
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 CLUSTER_KEYS = frozenset({
     "server", "certificate-authority", "certificate-authority-data",

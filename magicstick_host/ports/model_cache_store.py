@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from magicstick_host import schemas
 from magicstick_host.errors import MagicstickError
 from magicstick_host.ports.safe_files import fsync_dir, open_checked, read_all, write_all
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 CACHE_FILE = "model-cache.json"
 SCHEMA = "model-cache-inventory"

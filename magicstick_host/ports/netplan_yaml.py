@@ -15,13 +15,16 @@ reader could take for something else.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import yaml
 
 from magicstick_host.domain.parsers.common import ParseError, shorten
 from magicstick_host.domain.parsers.netplan import NULL_WORDS, netplan_bool
 from magicstick_host.lazy_pattern import LazyPattern
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 _NULL = NULL_WORDS
 MAX_DEPTH = 32

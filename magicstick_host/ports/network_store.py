@@ -27,7 +27,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from magicstick_host import schemas
 from magicstick_host.digests import sha256_hex
@@ -43,6 +42,10 @@ from magicstick_host.ports.safe_files import (
     read_all,
     write_all,
 )
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 NETWORK_DIR = "network"
 KEY_FILE = "id.key"

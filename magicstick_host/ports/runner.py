@@ -7,9 +7,9 @@ uname -m) go through it, so the host simulator can stand in for the real machine
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
 
 from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.static import Protocol
 
 # conventional shell codes, so a missing tool or a timeout reads like it would in a shell
 NOT_FOUND = 127

@@ -13,12 +13,15 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 from magicstick_host.errors import LocalFileError, UnsafePathError, local_file_error
 from magicstick_host.ports.state_paths import PathProblem, path_problem, writable_problem
+from magicstick_host.static import TYPE_CHECKING
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 
 def local_faults(method: Callable[..., T]) -> Callable[..., T]:

@@ -34,7 +34,6 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn, Protocol
 
 from magicstick_host import schemas
 from magicstick_host.domain.legacy_state import migration_summary
@@ -71,6 +70,10 @@ from magicstick_host.ports.state_paths import (
     PathProblem,
     path_problem,
 )
+from magicstick_host.static import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, NoReturn
 
 TEMP_PREFIX = ".state.json.tmp-"
 MAX_STATE_BYTES = 16 * 1024 * 1024

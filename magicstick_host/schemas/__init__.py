@@ -11,12 +11,16 @@ from __future__ import annotations
 import json
 import os
 from functools import cache
-from typing import TYPE_CHECKING, Any
 
-from magicstick_host.schemas.compiled import Check, compile_schema
+from magicstick_host.schemas.compiled import compile_schema
+from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from jsonschema import Draft202012Validator
+
+    from magicstick_host.schemas.compiled import Check
 
 URN_PREFIX = "urn:magicstick-host:"
 

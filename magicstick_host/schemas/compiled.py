@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from typing import Any
 
-# (path, message) pairs; path is a tuple of keys and indexes from the root of the instance
-Problem = tuple[tuple[Any, ...], str]
-Check = Callable[[Any, tuple[Any, ...]], Iterator[Problem]]
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    # (path, message) pairs; path is a tuple of keys and indexes from the root of the instance
+    Problem = tuple[tuple[Any, ...], str]
+    Check = Callable[[Any, tuple[Any, ...]], Iterator[Problem]]
 
 ANNOTATIONS = frozenset(
     {"$schema", "$id", "$comment", "title", "description", "examples", "default", "$defs",

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from magicstick_host.lite_dataclasses import dataclass, field
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 PLAYBOOKS = ("prepare.yml", "memory.yml", "converge.yml")
 COLUMNS = 80

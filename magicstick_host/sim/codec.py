@@ -7,13 +7,15 @@ its default, which keeps older host.json files loadable.
 from __future__ import annotations
 
 import types
-import typing
 from functools import cache
-from typing import Any, Union
 
 from magicstick_host import lite_dataclasses as dataclasses
 from magicstick_host.errors import BadInputError
 from magicstick_host.sim.model import Host
+from magicstick_host.static import TYPE_CHECKING, type_hints
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def host_to_dict(host: Host) -> dict[str, Any]:
@@ -27,9 +29,11 @@ def host_from_dict(data: object) -> Host:
 
 
 def _build(tp: Any, value: object, where: str) -> Any:
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        args = typing.get_args(tp)
+    # the model's annotations are builtins, `X | None`, list[X], dict[str, X] and its classes:
+    # read without typing, which the simulated tick then never imports (magicstick_host/static.py)
+    origin = tp.__origin__ if isinstance(tp, types.GenericAlias) else None
+    if isinstance(tp, types.UnionType):
+        args = tp.__args__
         if value is None and type(None) in args:
             return None
         (inner,) = [a for a in args if a is not type(None)]
@@ -37,12 +41,12 @@ def _build(tp: Any, value: object, where: str) -> Any:
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return _build_dataclass(tp, value, where)
     if origin is list:
-        (item,) = typing.get_args(tp)
+        (item,) = tp.__args__
         if not isinstance(value, list):
             raise BadInputError(f"{where}: expected a list")
         return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
-        _, item = typing.get_args(tp)
+        _, item = tp.__args__
         if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
             raise BadInputError(f"{where}: expected an object")
         return {k: _build(item, v, f"{where}.{k}") for k, v in value.items()}
@@ -57,7 +61,8 @@ def _build_dataclass(cls: type[Any], value: object, where: str) -> Any:
     if not isinstance(value, dict):
         raise BadInputError(f"{where}: expected an object")
     kwargs: dict[str, Any] = {}
-    for name, hint, required in _fields(typing.cast(type, cls)):
+    record_class: type = cls  # a class: hashable, as the cache of _fields needs
+    for name, hint, required in _fields(record_class):
         if name in value:
             kwargs[name] = _build(hint, value[name], f"{where}.{name}")
         elif required:
@@ -67,7 +72,7 @@ def _build_dataclass(cls: type[Any], value: object, where: str) -> Any:
 
 @cache  # the simulated runner loads the host for every command it answers
 def _fields(cls: type) -> tuple[tuple[str, Any, bool], ...]:
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)  # the model's modules import typing's names for the checker only
     return tuple(
         (f.name, hints[f.name],
          f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)

@@ -27,9 +27,12 @@ import contextlib
 import fcntl
 import os
 from pathlib import Path
-from typing import Literal
 
 from magicstick_host.sim.model import Host
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Literal
 
 STRIX_ADDR = "0000:c5:00.0"
 

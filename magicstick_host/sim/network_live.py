@@ -13,13 +13,16 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
-from typing import Any
 
 from magicstick_host.domain import netplan_entries as entries
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.netplan import netplan_bool, netplan_int
 from magicstick_host.lite_dataclasses import dataclass, field
 from magicstick_host.sim.network_model import AccessPoint, SimInterface, SimNetwork
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 NETPLAN_DIR = "etc/netplan"
 

@@ -16,7 +16,6 @@ Faults: see `sim/faults.py`.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from magicstick_host.domain.versions import compare_versions
 from magicstick_host.lazy_pattern import LazyPattern
@@ -26,6 +25,10 @@ from magicstick_host.sim.ansible import PlayLog, banner, require
 from magicstick_host.sim.builders import UBUNTU_KERNELS, ubuntu_kernel_signature
 from magicstick_host.sim.faults import APT_CRASH_HALFWAY, APT_FAILS, PACKAGE_UNAVAILABLE
 from magicstick_host.sim.model import Host, Package
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 GATE = {"linux-generic": "26.04", "linux-generic-hwe-24.04": "24.04"}
 META_RE = LazyPattern(r"^linux-generic(-hwe-\d\d\.\d\d)?$")

@@ -14,7 +14,6 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
 
 from magicstick_host.errors import BadInputError
 from magicstick_host.sim.codec import host_from_dict, host_to_dict
@@ -22,6 +21,10 @@ from magicstick_host.sim.entries import Dir, Entry, File, Link, Socket
 from magicstick_host.sim.faults import CARVEOUT_WRITE
 from magicstick_host.sim.model import Host, default_boot_id
 from magicstick_host.sim.network import take_back_netplan
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 SIM_DIR = ".magicstick-sim"
 HOST_JSON = f"{SIM_DIR}/host.json"

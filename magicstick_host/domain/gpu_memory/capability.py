@@ -7,8 +7,6 @@ even when the capability is unsupported, so the dashboard can show the host as i
 
 from __future__ import annotations
 
-from typing import Any
-
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import CarveoutOption, Evidence
 from magicstick_host.domain.fingerprint import host_identity
@@ -16,6 +14,10 @@ from magicstick_host.domain.gpu_memory.support import SupportFacts, support_fact
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.text import clip_message
 from magicstick_host.lite_dataclasses import dataclass, replace
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 _KIND = "gpu-memory-capability/1"
 # the key of the capability object itself among a tick's capabilities (domain/request.py,

@@ -7,7 +7,6 @@ reads, the phase dispatch (decide.py) and the legacy migration read only this.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Literal
 
 from magicstick_host.domain.cluster import ClusterRead
 from magicstick_host.domain.decisions import ClassifiedStep, Decision, Situation, Wait
@@ -18,6 +17,10 @@ from magicstick_host.domain.records import NoData
 from magicstick_host.domain.request import Accepted, HostFacts
 from magicstick_host.domain.state import Operation
 from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 # one stage of an operation: what to do next in this phase
 PhaseDecision = Callable[[Operation, Situation], Decision]
@@ -25,12 +28,13 @@ PhaseDecision = Callable[[Operation, Situation], Decision]
 ClassifyStep = Callable[[Operation, Situation], ClassifiedStep | Wait]
 # the per-action intake rules: None when the request is fine, else the rejection message.
 # The common rules (fields, node, boot, age, flags) are checked before (domain/intake.py).
-CheckRequest = Callable[[dict[str, Any], HostFacts, Limits], str | None]
-# whether the report offers the action now (the host is idle and has a boot ID: intake.py)
-Offered = Callable[[Evidence, Mapping[str, Any]], bool]
-# how an original-worker phase goes on (domain/legacy_state.py): the restart it scheduled is
-# proven by a new boot, or the registration is checked again
-LegacyResume = Literal["shutdown", "registration"]
+if TYPE_CHECKING:
+    CheckRequest = Callable[[dict[str, Any], HostFacts, Limits], str | None]
+    # whether the report offers the action now (the host is idle and has a boot ID: intake.py)
+    Offered = Callable[[Evidence, Mapping[str, Any]], bool]
+    # how an original-worker phase goes on (domain/legacy_state.py): the restart it scheduled is
+    # proven by a new boot, or the registration is checked again
+    LegacyResume = Literal["shutdown", "registration"]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ else's.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from magicstick_host.domain.decisions import ClassifiedStep, Decision, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence
@@ -16,7 +15,6 @@ from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.operations.kind import LegacyRules, OperationKind, no_data
 from magicstick_host.domain.operations.shutdown_steps import (
     SCHEDULE_SHUTDOWN,
-    ShutdownMode,
     classify_shutdown,
     shutdown_step,
     waiting_for_new_boot,
@@ -25,6 +23,12 @@ from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.records import NoData
 from magicstick_host.domain.request import HostFacts
 from magicstick_host.domain.state import Operation
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from magicstick_host.domain.operations.shutdown_steps import ShutdownMode
 
 
 def check_request(spec: dict[str, Any], host: HostFacts, limits: Limits) -> str | None:

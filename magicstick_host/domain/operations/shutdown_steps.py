@@ -3,20 +3,23 @@ proves it, and classify a scheduling step that has no outcome. Pure."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from magicstick_host.domain.decisions import ClassifiedStep, Decision, RunStep, SetPhase, Wait
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Literal
 
 SCHEDULE_SHUTDOWN = "schedule-shutdown"
 # the fixed wall text; requests never carry text of their own
 SHUTDOWN_TEXT = "magicstick-host: restart requested from the appliance dashboard"
 POWEROFF_TEXT = "magicstick-host: power-off requested from the appliance dashboard"
 
-ShutdownMode = Literal["reboot", "poweroff"]
+if TYPE_CHECKING:
+    ShutdownMode = Literal["reboot", "poweroff"]
 
 
 def shutdown_step(mode: ShutdownMode, limits: Limits, *, then: Phase, why: str = "") -> RunStep:

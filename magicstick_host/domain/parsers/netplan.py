@@ -9,10 +9,12 @@ whatever its quoting (`dhcp4: "yes"` is true, `metric: "100"` is 100). The YAML 
 
 from __future__ import annotations
 
-from typing import Any
-
 from magicstick_host.domain.parsers.common import ParseError
 from magicstick_host.lazy_pattern import LazyPattern
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 TRUE_WORDS = frozenset({"true", "yes", "on", "y"})
 FALSE_WORDS = frozenset({"false", "no", "off", "n"})

@@ -9,13 +9,15 @@ trailing spaces).
 
 from __future__ import annotations
 
-from typing import Any
-
 from magicstick_host.domain.network_evidence import DefaultRoute, IpAddress, IpLink, WifiLink
 from magicstick_host.domain.parsers.common import ParseError, shorten, split_lines
 from magicstick_host.domain.strict_json import loads_strict
 from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 _MAC = LazyPattern(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
 MAX_LINKS = 4096

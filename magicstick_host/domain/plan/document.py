@@ -11,12 +11,16 @@ can offer it, show it and send `allowExperimental` from its `experimental`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.static import TYPE_CHECKING
 
-PlanState = Literal["not-required", "blocked", "ready", "available"]
-ExperimentState = Literal["ready", "available"]
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    PlanState = Literal["not-required", "blocked", "ready", "available"]
+    ExperimentState = Literal["ready", "available"]
+
+
 @dataclass(frozen=True)
 class Experiment:
     """The bounded experiment-mode alternative to a plan blocked by other display GPUs.

@@ -7,17 +7,11 @@ evidence never yields `available`; it blocks with the reason.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import AMD_VENDOR, STRIX_HALO_ID, Evidence
 from magicstick_host.domain.fingerprint import host_identity, inventory_unknowns
-from magicstick_host.domain.plan.document import (
-    Experiment,
-    ExperimentState,
-    Plan,
-    PlanState,
-)
+from magicstick_host.domain.plan.document import Experiment, Plan
 from magicstick_host.domain.plan.strix_assessment import Outcome, assess
 from magicstick_host.domain.profiles import (
     Profile,
@@ -27,6 +21,12 @@ from magicstick_host.domain.profiles import (
 )
 from magicstick_host.domain.text import clip_message
 from magicstick_host.lite_dataclasses import dataclass, replace
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from magicstick_host.domain.plan.document import ExperimentState, PlanState
 
 _PLAN_KIND = "prepare-gpu-plan/1"
 _EXPERIMENT_KIND = "prepare-gpu-experiment/1"

@@ -19,11 +19,14 @@ from __future__ import annotations
 from magicstick_host.domain.evidence import Evidence, PciDevice
 from magicstick_host.domain.fingerprint import hardware_fingerprint
 from magicstick_host.domain.kernels import is_newer_kernel, is_suitable_kernel
-from magicstick_host.domain.plan.document import PlanState
 from magicstick_host.domain.profiles import Profile
 from magicstick_host.domain.readiness import amd_host_driver_ready
 from magicstick_host.domain.versions import compare_versions
 from magicstick_host.lite_dataclasses import dataclass
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from magicstick_host.domain.plan.document import PlanState
 
 # evidence the plan id binds to: unknown here means blocked, never available
 _REQUIRED = (

@@ -5,7 +5,6 @@ and freshly read workloads, never against what the report last showed."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
@@ -16,6 +15,10 @@ from magicstick_host.domain.model_cache import (
 )
 from magicstick_host.domain.model_cache import offered as section_offered
 from magicstick_host.domain.request import HostFacts, plan_id_problem
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 REQUEST_FIELDS: frozenset[str] = frozenset()
 

@@ -11,7 +11,6 @@ domain/gpu_memory/. Its decisions load when a configure-gpu-memory operation run
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from magicstick_host.domain.decisions import ClassifiedStep, Situation, Wait
 from magicstick_host.domain.operations.configure_gpu_memory import data, request
@@ -28,6 +27,10 @@ from magicstick_host.domain.operations.kind import (
 from magicstick_host.domain.operations.shutdown_steps import SCHEDULE_SHUTDOWN
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
+from magicstick_host.static import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _phases() -> Mapping[Phase, PhaseDecision]:
