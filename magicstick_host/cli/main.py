@@ -7,7 +7,6 @@ module of each command, are imported only for the command line that needs them."
 from __future__ import annotations
 
 import gc
-import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -118,6 +117,8 @@ def _cli() -> click.Group:
             where = COMMANDS.get(cmd_name)
             if where is None:
                 return super().get_command(ctx, cmd_name)
+            import importlib  # the click path only: the fast paths never import a command
+
             command = getattr(importlib.import_module(where[0]), where[1])
             assert isinstance(command, click.Command)
             return command

@@ -9,7 +9,6 @@ leaves the inventory: the published interfaces say only `hasPassword`.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Sequence
 
 from magicstick_host.digests import hmac_sha256_hex
@@ -204,6 +203,8 @@ def _unsupported(ev: NetworkEvidence) -> str | None:
 
 
 def _normal_ip(text: str) -> str:
+    import ipaddress  # here, not at the top: inspect reads no address (~1.5 ms)
+
     try:
         return str(ipaddress.ip_address(text))
     except ValueError:
