@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import json
 
@@ -180,6 +179,8 @@ def _associate(net: SimNetwork, entry: dict[str, Any]) -> AccessPoint | None:
 
 
 def _psk(ap: AccessPoint) -> str:
+    import hashlib  # OpenSSL's, for a simulated Wi-Fi join only (not for every simulated tick)
+
     return hashlib.pbkdf2_hmac("sha1", ap.passphrase.encode(), ap.ssid.encode(), 4096, 32).hex()
 
 
