@@ -7,6 +7,8 @@ import json
 import multiprocessing
 import os
 import stat
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -17,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from magicstick_host import schemas
+from magicstick_host import lite_dataclasses, schemas
 from magicstick_host.domain.operations.configure_gpu_memory.data import MemoryData
 from magicstick_host.domain.operations.prepare_gpu.data import PrepareData
 from magicstick_host.domain.phase import Phase
@@ -26,6 +28,7 @@ from magicstick_host.domain.state import Block, Operation, ProcessedRequest, Sta
 from magicstick_host.errors import BadInputError, StateCorruptError, StateError, UnsafePathError
 from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.state_store import TEMP_PREFIX, FileStateStore
+from magicstick_host.static import type_hints
 
 NOBODY = 65534
 NOW = datetime(2026, 5, 9, 7, 35, 12, tzinfo=UTC)
@@ -434,11 +437,33 @@ steps = st.builds(
     finished_at=st.none() | texts,
     detail=texts,
 )
+
+
+def records(cls: type) -> st.SearchStrategy[Any]:
+    """Instances of a record class, every field drawn from its type as the worker reads it
+    (static.type_hints): the data modules import typing's names for the checker only, so
+    hypothesis's own reading of the annotations cannot resolve them."""
+    return st.builds(cls, **{name: _of_type(hint) for name, hint in type_hints(cls).items()})
+
+
+def _of_type(hint: Any) -> st.SearchStrategy[Any]:
+    if isinstance(hint, type) and lite_dataclasses.is_dataclass(hint):
+        return records(hint)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return st.one_of(*(_of_type(arg) for arg in args))
+    if origin is list:
+        return st.lists(_of_type(args[0]), max_size=3)
+    if origin is dict:
+        return st.dictionaries(_of_type(args[0]), _of_type(args[1]), max_size=3)
+    return st.from_type(hint)
+
+
 # each action with a record of its own type; an action this worker does not run has none
 action_and_data = st.one_of(
     st.tuples(st.sampled_from(["reboot", "poweroff"]) | texts, st.just(NoData())),
-    st.tuples(st.just("prepare-gpu"), st.builds(PrepareData)),
-    st.tuples(st.just("configure-gpu-memory"), st.builds(MemoryData)),
+    st.tuples(st.just("prepare-gpu"), records(PrepareData)),
+    st.tuples(st.just("configure-gpu-memory"), records(MemoryData)),
 ).filter(lambda pair: pair[0] not in ("prepare-gpu", "configure-gpu-memory")
          or not isinstance(pair[1], NoData))
 operations = st.builds(
