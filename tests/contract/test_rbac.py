@@ -7,12 +7,11 @@ certificate user alike."""
 
 from __future__ import annotations
 
-import base64
-import json
 from typing import Any
 
 import pytest
 
+from tests.contract import cases
 from tests.contract.helpers import HOSTOPS, MERGE, MODACTS, NAMESPACE, hexs, hostop, valid_spec
 from tests.kubeserver.fixtures import KubeCluster
 
@@ -22,25 +21,19 @@ pytestmark = pytest.mark.apiserver
 def review(kube: KubeCluster, user: str, verb: str, resource: str, group: str = "",
            subresource: str = "", namespace: str = NAMESPACE) -> bool:
     """SelfSubjectAccessReview as `user`: what the authorizer says, without side effects."""
-    attrs: dict[str, Any] = {"verb": verb, "resource": resource, "group": group,
-                             "namespace": namespace}
-    if subresource:
-        attrs["subresource"] = subresource
-    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": attrs}}
-    status, out = kube.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-                               body, user=user)
-    assert status == 201, out
-    return bool(out["status"]["allowed"])
+    def call(method: str, path: str, body: Any, content_type: str) -> tuple[int, Any]:
+        return kube.request(method, path, body, user, content_type)
+
+    return cases.review(call, verb, resource, group, subresource, namespace)
 
 
-G = "appliance.magicstick.dev"
+G = cases.G
 CREDENTIALS = "host-management"
 SECRETS = f"/api/v1/namespaces/{CREDENTIALS}/secrets"
-VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+VERBS = cases.VERBS
 DASHBOARD_GRANTS = {
-    (NAMESPACE, G, "hostoperations"): {"get", "list", "create", "delete", "patch"},
-    (CREDENTIALS, "", "secrets"): {"create", "get", "delete"},
+    **{(NAMESPACE, g, r): set(v) for (g, r), v in cases.DASHBOARD_HOSTOPERATIONS.items()},
+    **{(CREDENTIALS, g, r): set(v) for (g, r), v in cases.DASHBOARD_SECRETS.items()},
 }
 # What every authenticated user may do anyway (system:basic-user and friends)
 BASELINE_GROUPS = {"authorization.k8s.io", "authentication.k8s.io"}
@@ -131,12 +124,7 @@ def test_dashboard_cannot_patch_nodes_create_pods_or_read_other_secrets(
 
 
 def network_secret(name: str) -> dict[str, Any]:
-    settings = base64.b64encode(json.dumps({"interface": "wlan0"}).encode()).decode()
-    return {"apiVersion": "v1", "kind": "Secret", "immutable": True,
-            "type": "appliance.magicstick.dev/network-request",
-            "metadata": {"name": name, "namespace": CREDENTIALS,
-                         "labels": {"appliance.magicstick.dev/request-id": name[-32:]}},
-            "data": {"settings.json": settings}}
+    return cases.network_secret(name, CREDENTIALS)
 
 
 def test_dashboard_writes_a_network_request_secret_and_nothing_more(kube: KubeCluster) -> None:
