@@ -29,7 +29,6 @@ from magicstick_host.domain.report import (
 )
 from magicstick_host.domain.report_policy import encode_report, may_publish, should_write
 from magicstick_host.domain.state import ProcessedRequest, State
-from magicstick_host.domain.text import clip_message
 from magicstick_host.domain.times import parse_time, rfc3339
 from magicstick_host.errors import (
     KubeConflictError,
@@ -112,7 +111,7 @@ def publish_operation_status(state: State, p: Publishing) -> State:
         p.notes.append(f"HostOperation {op.name} is gone; status not written")
     except KubePermanentError as exc:
         # the server answered and refused this status (403, 422: e.g. an older CRD)
-        refused = clip_message(f"{rfc3339(p.now.wall)}: {exc}")[:1024]
+        refused = f"{rfc3339(p.now.wall)}: {exc}"  # Operation clips it (domain/text.py)
         p.notes.append(f"status write refused: {exc}")
         p.refusals.append(exc)
     p.crash("after-status-patch")

@@ -168,7 +168,7 @@ def migrate_operation(cur: dict[str, Any], *, wall: datetime, boottime: float) -
     )
     if phase is not None and phase.terminal:
         message = legacy_message or f"Finished ({phase}) under the previous worker version."
-        return replace(base, message=message[:2048])
+        return replace(base, message=message)  # Operation clips it
     cont = _continuation(cur, phase)
     if cont is not None and cont.boot is not None:
         reboots = base.reboots_used

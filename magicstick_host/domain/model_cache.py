@@ -15,6 +15,7 @@ from __future__ import annotations
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.model_cache_blockers import Blockers
 from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS, CacheInventory
+from magicstick_host.domain.text import clip_message
 from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.static import TYPE_CHECKING
 
@@ -92,7 +93,7 @@ def model_cache_section(
         "caches": caches,
         "totalBytes": inventory.total_bytes or 0,
         "freeBytes": inventory.free_bytes or 0,
-        "message": message,
+        "message": clip_message(message),  # it can quote a path or an API's answer
         "id": model_cache_id(node_uid, inventory),
     }
 

@@ -16,6 +16,7 @@ Operator, as the appliance documentation tells them to.
 from __future__ import annotations
 
 from magicstick_host.domain.evidence import NVIDIA_VENDOR, Evidence
+from magicstick_host.domain.text import clip_message
 from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -105,5 +106,5 @@ def nvidia_health(ev: Evidence) -> dict[str, Any]:
             f"The NVIDIA driver{version} is bound to {count}; nvidia-persistenced is active and "
             f"{PERSISTENCED_SOCKET} is present."
         )
-    section["message"] = section["message"][:2048]
+    section["message"] = clip_message(section["message"])
     return section

@@ -7,6 +7,7 @@ from datetime import datetime
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Block, State
+from magicstick_host.domain.text import clip_message
 from magicstick_host.domain.times import rfc3339
 from magicstick_host.static import TYPE_CHECKING
 
@@ -41,7 +42,7 @@ def operation_summary(state: State) -> dict[str, Any]:
 
 def unavailable_section(kind: str, node_uid: str, message: str) -> dict[str, Any]:
     """A capability this worker cannot offer: the dashboard shows `message` and no action."""
-    base: dict[str, Any] = {"supported": False, "message": message}
+    base: dict[str, Any] = {"supported": False, "message": clip_message(message)}
     if kind == "modelCache":
         base.update(
             blocked=False, reclaimableBytes=0, caches=[], totalBytes=0, freeBytes=0
@@ -62,8 +63,8 @@ NETWORK_UNREAD = "The network of this host was not inspected by this tick."
 def blocked_view(section: dict[str, Any], block: Block) -> dict[str, Any]:
     """A stopped worker shows itself through what the dashboard reads (contract.md): the
     capability is withdrawn with the block's message, so the UI offers nothing to reject."""
-    message = f"The host worker is stopped: {block.message}"
-    withdrawn = {**section, "message": message[:2048]}
+    message = clip_message(f"The host worker is stopped: {block.message}")
+    withdrawn = {**section, "message": message}
     if "state" in section:  # the plan: blocked, and its experiment withdrawn too
         withdrawn["state"] = "blocked"
         withdrawn.pop("experiment", None)

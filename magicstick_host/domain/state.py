@@ -10,6 +10,7 @@ from __future__ import annotations
 from magicstick_host.domain.convergence_run import ConvergenceRun
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.records import NoData, record_to_json
+from magicstick_host.domain.text import MAX_MESSAGE, MAX_STATUS_REFUSED, clip_message
 from magicstick_host.lite_dataclasses import dataclass, field, replace
 from magicstick_host.static import TYPE_CHECKING
 
@@ -17,6 +18,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 STATE_SCHEMA_VERSION = 1
+
+
+def _clip_field(obj: object, name: str, limit: int) -> None:
+    """In a (frozen) constructor: the field's text clipped to its schema's limit."""
+    text = getattr(obj, name)
+    clipped = clip_message(text, limit)
+    if clipped is not text:
+        object.__setattr__(obj, name, clipped)
 
 
 @dataclass(frozen=True)
@@ -31,7 +40,10 @@ class Step:
     # None: intent without outcome (the effect may or may not have happened)
     outcome: str | None = None  # "done" | "failed" | "classified-done" | "unknown"
     finished_at: str | None = None
-    detail: str = ""
+    detail: str = ""  # at most MAX_MESSAGE (domain/text.py): clipped here, whoever made it
+
+    def __post_init__(self) -> None:
+        _clip_field(self, "detail", MAX_MESSAGE)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,6 +109,12 @@ class Operation:
     # set for an operation migrated from the original worker (kept in `data.legacy` on disk)
     legacy: LegacyNote | None = None
 
+    def __post_init__(self) -> None:
+        # the message is the HostOperation status's and the report's: clipped here, once, to
+        # their limit, whatever it carries (paths, API or command text)
+        _clip_field(self, "message", MAX_MESSAGE)
+        _clip_field(self, "status_refused", MAX_STATUS_REFUSED)
+
     @property
     def terminal(self) -> bool:
         return self.phase.terminal
@@ -142,9 +160,12 @@ class Block:
     """Why the worker refuses all new work until `recover` (execution state removed, corrupt)."""
 
     code: str  # "execution-state-removed" | "state-corrupt"
-    message: str
+    message: str  # clipped here to MAX_MESSAGE: the report and a rejection quote it
     since: str
     archived: str = ""  # where a corrupt file was moved
+
+    def __post_init__(self) -> None:
+        _clip_field(self, "message", MAX_MESSAGE)
 
     def to_json(self) -> dict[str, Any]:
         return {

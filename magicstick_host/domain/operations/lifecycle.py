@@ -10,7 +10,7 @@ from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.request import Accepted
 from magicstick_host.domain.state import Operation, Step
-from magicstick_host.domain.text import clip_message as _clip
+from magicstick_host.domain.text import clip_message
 from magicstick_host.domain.times import rfc3339
 from magicstick_host.lite_dataclasses import replace
 from magicstick_host.static import TYPE_CHECKING
@@ -63,7 +63,7 @@ def set_phase(
     return replace(
         op,
         phase=change.phase,
-        message=_clip(change.message),
+        message=change.message,  # Operation clips it (domain/text.py)
         updated_at=rfc3339(wall),
         outcome=change.outcome or op.outcome,
         data=op.data if change.data is None else change.data,
@@ -86,9 +86,11 @@ def too_late(op: Operation, wall: datetime) -> SetPhase | None:
 
 
 def touch_message(op: Operation, message: str, *, wall: datetime) -> Operation:
-    if message == op.message:
+    """The same message (as the operation keeps it: clipped) changes nothing, not even the
+    time: a waiting operation's status is not written again each tick."""
+    if clip_message(message) == op.message:
         return op
-    return replace(op, message=_clip(message), updated_at=rfc3339(wall))
+    return replace(op, message=message, updated_at=rfc3339(wall))
 
 
 def over_budget(op: Operation, run: RunStep) -> SetPhase | None:
@@ -154,7 +156,7 @@ def _close_open_step(op: Operation, outcome: str, detail: str, wall: datetime) -
     step = op.open_step
     if step is None:
         raise ValueError("no open step to close")
-    done = replace(step, outcome=outcome, finished_at=rfc3339(wall), detail=_clip(detail))
+    done = replace(step, outcome=outcome, finished_at=rfc3339(wall), detail=detail)
     return replace(op, steps=(*op.steps[:-1], done))
 
 
