@@ -11,13 +11,14 @@ SOAK_HOSTS ?= 3
 # start no tick after this many minutes (empty: run all TICKS); the summary says how many ran
 SOAK_MINUTES ?=
 
-.PHONY: help install test test-tools test-archive check lint typecheck demo apiserver apiserver-build bench soak profiles clean
+.PHONY: help install test test-tools test-archive check lint typecheck demo apiserver apiserver-build contract-live bench soak profiles clean
 
 help:
 	@echo "make demo       set up, then run the demo against a simulated Strix Halo host"
 	@echo "make test       set up, then run the whole test suite (builds the test apiserver once)"
 	@echo "make check      ruff, mypy --strict and the tests"
 	@echo "make apiserver DIR=<dir>   run the real test kube-apiserver in the foreground"
+	@echo "make contract-live CONTEXT=<name> [KUBECONFIG=<file>]   the contract against that cluster"
 	@echo "make bench      benchmarks (inspect, tick)"
 	@echo "make soak [TICKS=10000] [SEED=S]   the fault soak: real CLI, fault proxy, kills, boots"
 	@echo "make profiles   write profiles/parsed.json after a change to profiles/*.yaml"
@@ -79,6 +80,11 @@ apiserver-build: $(STAMP)
 apiserver: apiserver-build
 	@test -n "$(DIR)" || (echo "usage: make apiserver DIR=<dir>" >&2; exit 2)
 	$(BIN)/python -m tests.kubeserver.harness $(DIR)
+
+# the contract suite against an administrator's own cluster (tests/contract_live): refused
+# without CONTEXT; KUBECONFIG (one file) defaults to ~/.kube/config
+contract-live: $(STAMP)
+	$(BIN)/python -m tests.contract_live --context "$(CONTEXT)" $(if $(KUBECONFIG),--kubeconfig "$(KUBECONFIG)")
 
 demo: $(STAMP) apiserver-build
 	$(BIN)/python -m tests.demo $(DEMO_DIR)

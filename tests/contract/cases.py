@@ -284,6 +284,38 @@ def review(call: Call, verb: str, resource: str, group: str = "", subresource: s
     return bool(out["status"].get("allowed"))
 
 
+def worker_access(namespace: str, credentials: str) -> list[tuple[str, str, str, str, str, bool]]:
+    """(verb, resource, group, subresource, namespace, allowed) for the test worker's rights
+    (tests/kubeserver/worker-rbac.yaml): HostOperations and their status in `namespace`, the
+    network request Secrets in `credentials`; "" is every namespace or cluster-scoped."""
+    return [
+        # verb, resource, group, subresource, namespace, allowed
+        ("get", "hostoperations", G, "", namespace, True),
+        ("patch", "hostoperations", G, "status", namespace, True),
+        ("create", "hostoperations", G, "", namespace, False),
+        ("delete", "hostoperations", G, "", namespace, False),
+        ("patch", "hostoperations", G, "", namespace, False),
+        ("patch", "moduleactivations", G, "", namespace, True),
+        ("create", "moduleactivations", G, "", namespace, True),
+        ("patch", "nodes", "", "", "", True),
+        ("get", "appliances", G, "", namespace, True),
+        ("patch", "appliances", G, "status", namespace, False),
+        ("list", "modelactivations", G, "", "", True),
+        ("create", "modelactivations", G, "", namespace, False),
+        ("list", "models", "kubeai.org", "", "", True),
+        ("delete", "models", "kubeai.org", "", namespace, False),
+        ("list", "pods", "", "", "", True),
+        ("create", "pods", "", "", namespace, False),
+        ("get", "secrets", "", "", credentials, True),
+        ("list", "secrets", "", "", credentials, True),
+        ("delete", "secrets", "", "", credentials, True),
+        ("create", "secrets", "", "", credentials, False),
+        ("update", "secrets", "", "", credentials, False),
+        ("get", "secrets", "", "", namespace, False),
+        ("list", "secrets", "", "", "", False),
+    ]
+
+
 def network_secret(name: str, namespace: str) -> dict[str, Any]:
     """A network request Secret as the dashboard creates it (network.md, "The request")."""
     import base64

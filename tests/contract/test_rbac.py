@@ -157,32 +157,7 @@ def test_dashboard_patches_only_the_confirmation_annotation(kube: KubeCluster) -
     assert status == 422 and "immutable" in str(body)
 
 
-WORKER_ACCESS: list[tuple[str, str, str, str, str, bool]] = [
-    # verb, resource, group, subresource, namespace, allowed
-    ("get", "hostoperations", G, "", NAMESPACE, True),
-    ("patch", "hostoperations", G, "status", NAMESPACE, True),
-    ("create", "hostoperations", G, "", NAMESPACE, False),
-    ("delete", "hostoperations", G, "", NAMESPACE, False),
-    ("patch", "hostoperations", G, "", NAMESPACE, False),
-    ("patch", "moduleactivations", G, "", NAMESPACE, True),
-    ("create", "moduleactivations", G, "", NAMESPACE, True),
-    ("patch", "nodes", "", "", "", True),
-    ("get", "appliances", G, "", NAMESPACE, True),
-    ("patch", "appliances", G, "status", NAMESPACE, False),
-    ("list", "modelactivations", G, "", "", True),
-    ("create", "modelactivations", G, "", NAMESPACE, False),
-    ("list", "models", "kubeai.org", "", "", True),
-    ("delete", "models", "kubeai.org", "", NAMESPACE, False),
-    ("list", "pods", "", "", "", True),
-    ("create", "pods", "", "", NAMESPACE, False),
-    ("get", "secrets", "", "", "host-management", True),
-    ("list", "secrets", "", "", "host-management", True),
-    ("delete", "secrets", "", "", "host-management", True),
-    ("create", "secrets", "", "", "host-management", False),
-    ("update", "secrets", "", "", "host-management", False),
-    ("get", "secrets", "", "", NAMESPACE, False),
-    ("list", "secrets", "", "", "", False),
-]
+WORKER_ACCESS = cases.worker_access(NAMESPACE, CREDENTIALS)
 
 
 @pytest.mark.parametrize("user", ["worker", "worker-cert"])
