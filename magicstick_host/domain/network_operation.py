@@ -138,6 +138,14 @@ class AwaitConfirmation:
 
 
 @dataclass(frozen=True)
+class AwaitRollback:
+    """`netplan apply` was begun but its outcome was never recorded (the process died in it):
+    the change is never kept, so no confirmation is asked for; the deadline restores it."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class Keep:
     """Confirmed in time and every check holds: the change stays."""
 
@@ -161,8 +169,8 @@ class Stalled:
     message: str
 
 
-TrialStep = (Begin | WriteAndGenerate | ApplyWithDeadline | AwaitConfirmation | Keep
-             | RestoreNow | Ended | Stalled)
+TrialStep = (Begin | WriteAndGenerate | ApplyWithDeadline | AwaitConfirmation | AwaitRollback
+             | Keep | RestoreNow | Ended | Stalled)
 
 NO_PROGRESS_MESSAGE = (
     "The network trial made no progress for 7 minutes; the previous configuration was "
@@ -204,8 +212,13 @@ def next_trial_step(
             "The host restarted during the network trial and the boot recovery did not "
             "restore it; the previous configuration was restored now."))
     if trials.deadline_passed(trial, boot_id=boot_id, boottime=boottime) and changed_live:
-        why = ("was confirmed, but " + "; ".join(problems)) if confirmation == request_id \
-            and problems else "was not confirmed before its deadline"
+        if trial.stage == "applying":
+            why = UNCERTAIN_APPLY + (", though it was confirmed"
+                                     if confirmation == request_id else "")
+        elif confirmation == request_id and problems:
+            why = "was confirmed, but " + "; ".join(problems)
+        else:
+            why = "was not confirmed before its deadline"
         return RestoreNow(apply=True, message=f"The network change {why}, so the previous "
                                               "configuration was restored.")
     if trial.stage == "rolling-back":
@@ -218,9 +231,8 @@ def next_trial_step(
         return ApplyWithDeadline()
     if trial.stage == "applying":
         # apply was begun but its outcome is not recorded (the process died in it): the
-        # deadline brings the old configuration back; never apply again
-        return AwaitConfirmation(_awaiting(trial, problems, confirmation, request_id),
-                                 trial.deadline.wall if trial.deadline else "")
+        # deadline brings the old configuration back; never apply again, never keep it
+        return AwaitRollback(uncertain_apply_message(trial, confirmed=confirmation == request_id))
     assert trial.stage == "awaiting"
     if confirmation == request_id and not problems:
         return Keep()
@@ -228,10 +240,23 @@ def next_trial_step(
                              trial.deadline.wall if trial.deadline else "")
 
 
+UNCERTAIN_APPLY = ("had no recorded outcome (the worker stopped during `netplan apply`) and "
+                   "is never kept")
+
+
+def uncertain_apply_message(trial: TrialRecord, *, confirmed: bool) -> str:
+    """While an apply without a recorded outcome waits for its rollback (network.md)."""
+    deadline = trial.deadline.wall if trial.deadline else "its deadline"
+    said = " The confirmation was received, but it cannot keep this change." if confirmed else ""
+    return (f"The worker stopped during `netplan apply`, so the outcome of the network change "
+            f"is unknown: the change will be rolled back at {deadline}; a confirmation cannot "
+            f"keep it.{said} Create a new request afterwards if it is still wanted.")
+
+
 def _awaiting(trial: TrialRecord, problems: list[str], confirmation: str | None,
               request_id: str) -> str:
     deadline = trial.deadline.wall if trial.deadline else "its deadline"
-    if confirmation == request_id:
+    if confirmation == request_id and problems:
         return (f"Confirmed, but {'; '.join(problems)}. The change is kept only if that "
                 f"clears before {deadline}; otherwise the previous configuration comes back.")
     return (f"The new network settings are active. Confirm them before {deadline}, or the "

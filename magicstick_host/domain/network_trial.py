@@ -194,13 +194,30 @@ class LeaveAlone:
     why: str
 
 
+DEADLINE_MESSAGE = (
+    "The network change was not confirmed before its deadline, so the previous configuration "
+    "was restored (netplan generate and apply). Nothing else was changed."
+)
+UNCERTAIN_APPLY_DEADLINE_MESSAGE = (
+    "The network change had no recorded outcome (the worker stopped during `netplan apply`) "
+    "and is never kept, confirmed or not; at its deadline the previous configuration was "
+    "restored (netplan generate and apply). Nothing else was changed."
+)
+BOOT_MESSAGE = (
+    "The host restarted during the network trial; the previous configuration was restored "
+    "early in boot, before the network started."
+)
+
+
 @dataclass(frozen=True)
 class Restore:
     """Bring the backup back. `apply`: also `netplan apply` (a running system); at boot only
-    `netplan generate` (the network then starts on the old configuration)."""
+    `netplan generate` (the network then starts on the old configuration). `message`: the
+    outcome's message once restored."""
 
     apply: bool
     why: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -223,7 +240,12 @@ def deadline_action(trial: TrialRecord | None, *, boot_id: str, boottime: float)
         return LeaveAlone("the trial began in an earlier boot; the boot recovery restores it")
     if not deadline_passed(trial, boot_id=boot_id, boottime=boottime):
         return LeaveAlone("the confirmation deadline has not passed yet")
-    return Restore(apply=True, why="it was not confirmed before the deadline")
+    if trial.stage == "applying":
+        # `netplan apply` began and its outcome was never recorded: never kept
+        return Restore(apply=True, why="its apply has no recorded outcome",
+                       message=UNCERTAIN_APPLY_DEADLINE_MESSAGE)
+    return Restore(apply=True, why="it was not confirmed before the deadline",
+                   message=DEADLINE_MESSAGE)
 
 
 def boot_action(trial: TrialRecord | None, *, boot_id: str) -> TrialAction:
@@ -236,7 +258,7 @@ def boot_action(trial: TrialRecord | None, *, boot_id: str) -> TrialAction:
         return FinishConfirmed()
     if trial.boot_id == boot_id:
         return LeaveAlone("the trial is running in this boot; it is not a boot recovery")
-    return Restore(apply=False, why="the host restarted during the trial")
+    return Restore(apply=False, why="the host restarted during the trial", message=BOOT_MESSAGE)
 
 
 def concurrent_changes(trial: TrialRecord, present: Mapping[str, str]) -> list[str]:

@@ -24,6 +24,8 @@ from collections.abc import Callable
 
 from magicstick_host.domain import network_trial as trials
 from magicstick_host.domain.network_trial import (
+    BOOT_MESSAGE,
+    DEADLINE_MESSAGE,
     FinishConfirmed,
     LeaveAlone,
     Restore,
@@ -38,14 +40,7 @@ from magicstick_host.ports.network_store import NetworkStoreError
 
 # longer than the longest trial step the tick runs under the lock (netplan apply: 45 s)
 LOCK_WAIT_S = 90.0
-DEADLINE_MESSAGE = (
-    "The network change was not confirmed before its deadline, so the previous configuration "
-    "was restored (netplan generate and apply). Nothing else was changed."
-)
-BOOT_MESSAGE = (
-    "The host restarted during the network trial; the previous configuration was restored "
-    "early in boot, before the network started."
-)
+__all__ = ["BOOT_MESSAGE", "DEADLINE_MESSAGE", "run_boot_recovery", "run_deadline_rollback"]
 
 
 @dataclass
@@ -100,8 +95,7 @@ def _run(
                                     "The network change was confirmed and kept.")
                 return RollbackResult(ExitCode.OK, done.message, done)
             assert isinstance(action, Restore)
-            done = steps.restore(ports, trial, apply=action.apply, by=by,
-                                 message=DEADLINE_MESSAGE if action.apply else BOOT_MESSAGE)
+            done = steps.restore(ports, trial, apply=action.apply, by=by, message=action.message)
     except LockBusyError as exc:
         return RollbackResult(ExitCode.BUSY, str(exc))
     except NetworkStoreError as exc:

@@ -113,6 +113,27 @@ def test_only_the_confirmation_of_this_request_keeps_the_change() -> None:
     assert late.phase_on_done == Phase.ROLLED_BACK
 
 
+def test_an_apply_without_outcome_is_never_kept_nor_offered_for_confirmation() -> None:
+    running = trial("applying", deadline=Deadline(BOOT, 290.0, "2026-12-01T12:03:00Z"))
+    for phase in (Phase.APPLYING, Phase.AWAITING_CONFIRMATION):
+        for annotation in ("", REQUEST_ID):
+            decision = decide(configure.CONFIGURE_NETWORK, operation(phase=phase),
+                              situation(trial=running, annotation=annotation))
+            assert isinstance(decision, Wait | SetPhase), decision
+            assert "will be rolled back at 2026-12-01T12:03:00Z" in decision.message
+            assert "Confirmed, but" not in decision.message
+            if isinstance(decision, SetPhase):
+                assert decision.phase == Phase.APPLYING
+            else:
+                assert phase == Phase.APPLYING
+    late = decide(configure.CONFIGURE_NETWORK, operation(phase=Phase.APPLYING),
+                  situation(trial=running, annotation=REQUEST_ID, boottime=300.0))
+    assert isinstance(late, RunStep) and late.step == configure.RESTORE_CONFIG
+    assert late.phase_on_done == Phase.ROLLED_BACK
+    assert "netplan apply" in late.message_on_done
+    assert "not confirmed" not in late.message_on_done
+
+
 def test_an_outcome_of_the_timer_or_the_boot_recovery_ends_the_operation() -> None:
     op = operation(phase=Phase.AWAITING_CONFIRMATION)
     ended = trial("rolling-back", outcome="rolled-back", outcome_by="boot-recovery",
@@ -144,9 +165,11 @@ def test_a_step_without_outcome_is_told_from_what_it_left() -> None:
     applying = with_open_step(operation(phase=Phase.APPLYING), configure.APPLY_CONFIG)
     mid_apply = configure.classify(applying, situation(trial=trial("applying", deadline=Deadline(
         BOOT, 290.0, "2026-12-01T12:03:00Z"))))
-    # apply may have run: never again; the deadline decides
+    # apply may have run: never again, never kept (so no confirmation is asked for); the
+    # deadline decides
     assert isinstance(mid_apply, ClassifiedStep)
-    assert mid_apply.then.phase == Phase.AWAITING_CONFIRMATION
+    assert mid_apply.then.phase == Phase.APPLYING
+    assert "rolled back at 2026-12-01T12:03:00Z" in mid_apply.then.message
     scanning = with_open_step(operation("scan-wifi", Phase.PREPARING), scan.SCAN_STEP)
     assert scan.classify(scanning, situation()).then.phase == Phase.INTERRUPTED
     saved = scan.classify(scanning, situation(**{common.NETWORK_SCAN_AT: "2026-12-01T12:00:04Z"}))

@@ -33,6 +33,7 @@ from magicstick_host.domain.network_operation import (
     OUTCOME_PHASE,
     ApplyWithDeadline,
     AwaitConfirmation,
+    AwaitRollback,
     Begin,
     Ended,
     Keep,
@@ -41,6 +42,7 @@ from magicstick_host.domain.network_operation import (
     TrialStep,
     WriteAndGenerate,
     next_trial_step,
+    uncertain_apply_message,
 )
 from magicstick_host.domain.network_trial import (
     CONFIRMATION_S,
@@ -125,6 +127,11 @@ def _decision(step: TrialStep, op: Operation, trial: TrialRecord | None,
                             data=replace(common.data_of(op),
                                          confirmation_deadline=step.deadline_wall))
         return Wait(step.message)
+    if isinstance(step, AwaitRollback):
+        # never AwaitingConfirmation (nor its deadline): a confirmation cannot keep this change
+        if op.phase != Phase.APPLYING:
+            return SetPhase(Phase.APPLYING, step.message)
+        return Wait(step.message)
     if isinstance(step, Keep):
         return _run(KEEP_CONFIG, {"requestId": op.request_id}, Phase.SUCCEEDED,
                     "The network change was confirmed and kept.")
@@ -184,6 +191,13 @@ def classify(op: Operation, now: Situation) -> ClassifiedStep | Wait:
     if trial.stage in ("backed-up", "writing", "generating"):
         return ClassifiedStep("unknown", f"the trial stopped at {trial.stage}; nothing applied",
                               SetPhase(Phase.APPLYING, APPLYING_MESSAGE))
+    if trial.stage == "applying":
+        # `netplan apply` was begun and its outcome never recorded: rolled back at the deadline
+        message = uncertain_apply_message(
+            trial, confirmed=common.confirmation(op, now) == op.request_id)
+        return ClassifiedStep("unknown", "the worker stopped during netplan apply; the change "
+                                         "is never kept and never applied again",
+                              SetPhase(Phase.APPLYING, message))
     deadline = trial.deadline.wall if trial.deadline else ""
     return ClassifiedStep(
         "unknown",
