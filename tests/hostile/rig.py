@@ -43,7 +43,7 @@ from tests.soak.pki import proxied_kubeconfig
 EXE = str(Path(sys.executable).parent / "magicstick-host")
 # captured at import: the suite's subprocess guard patches subprocess.Popen per test
 _POPEN = subprocess.Popen
-HARD_LIMIT_S = 120.0
+HARD_LIMIT_S = 60.0  # twice the bound: a run over 30 s is a violation already
 READY = "strix-halo-ubuntu-26.04-ready"
 GROUP, VERSION = "appliance.magicstick.dev", "v1alpha1"
 
@@ -149,9 +149,9 @@ class Rig:
 
     def tick_argv(self, kubeconfig: Path | None = None,
                   state_dir: Path | None = None) -> list[str]:
-        return [EXE, "tick", "--executor", "sim", "--root", str(self.root), "--state-dir",
-                str(state_dir or self.state_dir), "--kubeconfig", str(kubeconfig or self.kubeconfig),
-                "--node-name", self.node_name]
+        return [EXE, "tick", "--executor", "sim", "--root", str(self.root),
+                "--state-dir", str(state_dir or self.state_dir),
+                "--kubeconfig", str(kubeconfig or self.kubeconfig), "--node-name", self.node_name]
 
     def tick(self, label: str, allowed: set[int], plan: Plan | None = None,
              kubeconfig: Path | None = None, env: Mapping[str, str] | None = None) -> Run:
