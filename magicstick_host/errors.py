@@ -127,6 +127,18 @@ class KubeTemporaryError(KubeError):
     code = "kube-temporary"
 
 
+class KubeUnreadableError(KubeTemporaryError):
+    """An answer, or an object in a list, that the bounded decoder refuses (too deep, too large,
+    not JSON: domain/strict_json.py). "Cannot tell", never "act": what depended on it waits,
+    and the message names the object. `reason` is the decoder's one-line reason."""
+
+    code = "kube-unreadable"
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
+
+
 class KubePermanentError(KubeError):
     """400/401/403/422 and friends: retrying the same call will not help."""
 

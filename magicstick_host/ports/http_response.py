@@ -49,10 +49,15 @@ def _status_line(stream: ByteStream) -> tuple[str, int]:
     if not line:
         raise BadResponse("the server closed the connection without an answer")
     parts = line.decode("latin-1").rstrip("\r\n").split(None, 2)
+    # three ASCII digits, 100-999, as http.client requires (str.isdigit also takes "²00")
     if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or len(parts[1]) != 3 \
-            or not parts[1].isdigit():
+            or not _ascii_digits(parts[1]) or parts[1][0] == "0":
         raise BadResponse(f"not an HTTP/1 status line: {line[:80]!r}")
     return parts[0], int(parts[1])
+
+
+def _ascii_digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def _headers(stream: ByteStream) -> dict[str, str]:
@@ -135,7 +140,7 @@ def read_response(stream: ByteStream, method: str, limit: int) -> Response:
     length_text = fields.get("content-length")
     if length_text is not None:
         values = {v.strip() for v in length_text.split(",")}
-        if len(values) != 1 or not next(iter(values)).isdigit():
+        if len(values) != 1 or not _ascii_digits(next(iter(values))):
             raise BadResponse(f"not a Content-Length: {length_text[:80]!r}")
         length = int(next(iter(values)))
         if length > limit:

@@ -42,7 +42,6 @@ Preconditions, as checked against the real kube-apiserver 1.36 (tests/contract):
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -53,11 +52,11 @@ from magicstick_host.errors import (
     KubeConfigError,
     KubeConflictError,
     KubeNotFoundError,
-    KubePermanentError,
     KubeTemporaryError,
 )
 from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.ports.command_memo import CommandMemo
+from magicstick_host.ports.kube_answers import api_message, decode_answer, error_for
 from magicstick_host.ports.kube_lists import list_or_none
 from magicstick_host.ports.kube_secrets import NetworkSecrets, NetworkSecretsPort
 from magicstick_host.ports.kubeconfig import load_kubeconfig
@@ -72,10 +71,12 @@ HOSTOPERATIONS = "hostoperations"
 MODULEACTIVATIONS = "moduleactivations"
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
+# a list of the objects' metadata only (ports/kube_lists.py reads one when a page is unreadable)
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 if TYPE_CHECKING:
     Json = dict[str, Any]
-__all__ = ["KubePort", "RealKube", "hostoperation_name"]
+__all__ = ["KubePort", "RealKube", "error_for", "hostoperation_name"]
 
 
 class KubePort(NetworkSecretsPort, Protocol):
@@ -137,6 +138,7 @@ class Transport(Protocol):
         body: Json | None,
         content_type: str,
         timeout: float,
+        accept: str = JSON,
     ) -> tuple[int, bytes]: ...
 
 
@@ -147,28 +149,6 @@ def _seg(value: str) -> str:
 def _custom_path(namespace: str, plural: str, name: str | None = None) -> str:
     path = f"/apis/{GROUP}/{VERSION}/namespaces/{_seg(namespace)}/{plural}"
     return path if name is None else f"{path}/{_seg(name)}"
-
-
-def _api_message(body: str) -> str:
-    try:
-        parsed = json.loads(body)
-    except ValueError:
-        return body[:500]
-    if isinstance(parsed, dict) and isinstance(parsed.get("message"), str):
-        return str(parsed["message"])
-    return body[:500]
-
-
-def error_for(status: int, what: str, body: str = "") -> Exception:
-    """The taxonomy error for an HTTP status (status 0: no HTTP answer at all)."""
-    detail = f"{what}: HTTP {status}: {_api_message(body)}" if status else f"{what}: {body}"
-    if status == 0 or status == 429 or status >= 500:
-        return KubeTemporaryError(detail)
-    if status == 404:
-        return KubeNotFoundError(detail)
-    if status == 409:
-        return KubeConflictError(detail)
-    return KubePermanentError(detail)
 
 
 @dataclass
@@ -264,31 +244,42 @@ class RealKube(NetworkSecrets):
         *,
         uid_precondition: bool = False,
     ) -> Json:
+        """One call; its answer a JSON object within the bounds, or KubeUnreadableError."""
+        return decode_answer(self._exchange(method, path, body, content_type, query,
+                                            uid_precondition=uid_precondition), f"{method} {path}")
+
+    def _exchange(
+        self,
+        method: str,
+        path: str,
+        body: Json | None = None,
+        content_type: str = JSON,
+        query: list[tuple[str, str]] | None = None,
+        *,
+        uid_precondition: bool = False,
+        accept: str = JSON,
+    ) -> bytes:
+        """One call: the body of a 2xx answer as it came, or the taxonomy's error."""
         what = f"{method} {path}"
         transport = self._transport()
         allowed, note = self._allowed(what)
         charged = list(self._budgets)
         started = time.monotonic()
         try:
-            status, raw = transport.request(method, path, query or [], body, content_type, allowed)
+            status, raw = transport.request(method, path, query or [], body, content_type,
+                                            allowed, accept)
         except KubeTemporaryError as exc:
             raise KubeTemporaryError(f"{what}: {exc}{note}") from exc
         finally:
             for budget in charged:
                 budget.spent += time.monotonic() - started
+        if 200 <= status <= 299:
+            return raw
         text = raw.decode("utf-8", errors="replace")
         if uid_precondition and status == 422 and "metadata.uid" in text:
             raise KubeConflictError(f"{what}: the object's UID is not the expected one "
-                                    f"(precondition failed): {_api_message(text)}")
-        if not 200 <= status <= 299:
-            raise error_for(status, what, text)
-        try:
-            parsed = json.loads(text) if text else {}
-        except ValueError as exc:
-            raise KubeTemporaryError(f"{what}: answer is not JSON: {text[:200]!r}") from exc
-        if not isinstance(parsed, dict):
-            raise KubeTemporaryError(f"{what}: answer is not a JSON object")
-        return parsed
+                                    f"(precondition failed): {api_message(text)}")
+        raise error_for(status, what, text)
 
     def _get_or_none(self, path: str) -> Json | None:
         try:
@@ -397,4 +388,12 @@ class RealKube(NetworkSecrets):
     # -- model-cache blockers (clear-model-cache): paged, ports/kube_lists.py ---------------
     def list_objects(self, api_version: str, plural: str) -> list[Json] | None:
         page = lambda path, query: self._request("GET", path, query=query)  # noqa: E731
-        return list_or_none(self, api_version, plural, page)
+        return list_or_none(self, api_version, plural, page, self)
+
+    def metadata_page(self, path: str, query: list[tuple[str, str]]) -> bytes:
+        """A list page as PartialObjectMetadataList, undecoded (ports/kube_lists.py)."""
+        return self._exchange("GET", path, query=query, accept=METADATA_LIST)
+
+    get_one = _get_or_none  # one object by its path (ports/kube_lists.py); None: 404
+
+

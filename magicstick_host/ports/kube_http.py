@@ -174,14 +174,17 @@ class LeanTransport:
     name = "lean"
 
     def __init__(self, config: KubeConfig) -> None:
+        if config.scheme != "https":
+            # a bearer token or a client's requests in clear text: never from this transport
+            raise KubeConfigError(
+                f"cannot load kubeconfig {config.path}: server {config.server!r} is not an "
+                f"https:// URL (the lean transport speaks TLS only)"
+            )
         self.config = config
-        self._context: ssl.SSLContext | None = None
         self._connection: _Connection | None = None
         host = f"[{config.host}]" if ":" in config.host else config.host
-        default = 443 if config.scheme == "https" else 80
-        self._host_header = host if config.port == default else f"{host}:{config.port}"
-        if config.scheme == "https":
-            self._context = ssl_context(config)
+        self._host_header = host if config.port == 443 else f"{host}:{config.port}"
+        self._context: ssl.SSLContext = ssl_context(config)
 
     def request(
         self,
@@ -191,6 +194,7 @@ class LeanTransport:
         body: Any,
         content_type: str,
         timeout: float,
+        accept: str = "application/json",
     ) -> tuple[int, bytes]:
         """One exchange within `timeout` seconds: (HTTP status, body), or KubeTemporaryError."""
         deadline = time.monotonic() + timeout
@@ -200,7 +204,7 @@ class LeanTransport:
             f"{method} {target} HTTP/1.1",
             f"Host: {self._host_header}",
             f"User-Agent: {USER_AGENT}",
-            "Accept: application/json",
+            f"Accept: {accept}",
         ]
         if body is not None or method in ("POST", "PUT", "PATCH"):
             head += [f"Content-Type: {content_type}", f"Content-Length: {len(data)}"]
@@ -263,8 +267,6 @@ class LeanTransport:
                 errors.append(f"{address[0]}: {exc}")
                 continue
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self._context is None:
-                return connection
             try:
                 tls = self._context.wrap_socket(
                     sock,

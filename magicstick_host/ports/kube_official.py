@@ -34,12 +34,15 @@ class OfficialTransport:
         body: Any,
         content_type: str,
         timeout: float,
+        accept: str = "application/json",
     ) -> tuple[int, bytes]:
         outcome: list[Any] = []
 
         def exchange() -> None:
             try:
-                outcome.append(self._exchange(method, path, query, body, content_type, timeout))
+                outcome.append(
+                    self._exchange(method, path, query, body, content_type, timeout, accept)
+                )
             except BaseException as exc:  # handed to the waiting caller
                 outcome.append(exc)
 
@@ -86,12 +89,13 @@ class OfficialTransport:
         body: Any,
         content_type: str,
         timeout: float,
+        accept: str,
     ) -> tuple[int, bytes]:
         import urllib3
         from kubernetes.client.exceptions import ApiException
 
         api = self._api()
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers = {"Accept": accept, "Content-Type": content_type}
         try:
             response = self._call(api, method, path, headers, body, query, timeout)
             raw = response.read() if hasattr(response, "read") else response.data

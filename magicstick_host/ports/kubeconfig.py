@@ -3,8 +3,9 @@
 The current context's cluster and user are resolved here, once, for both transports, so a
 malformed file is the same KubeConfigError (bad input, exit 3) whichever transport serves it:
 not YAML, not a mapping, a directory, no current context, a context naming a missing cluster
-or user, a server URL that is not `https://host[:port][/prefix]` (or `http://`), data that is
-not base64, a referenced file that cannot be read.
+or user, a server URL that is not `https://host[:port][/prefix]` (or `http://`, which only the
+official client serves: the lean transport refuses it rather than send a token or a client's
+requests in clear text), data that is not base64, a referenced file that cannot be read.
 
 What the lean transport serves (`official_only` empty): a server with a CA (inline
 `certificate-authority-data` or a `certificate-authority` file) or the system trust,
