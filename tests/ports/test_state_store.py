@@ -25,6 +25,7 @@ from magicstick_host.domain.operations.prepare_gpu.data import PrepareData
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.records import NoData
 from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State, Step
+from magicstick_host.domain.text import MAX_MESSAGE
 from magicstick_host.errors import BadInputError, StateCorruptError, StateError, UnsafePathError
 from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.state_store import TEMP_PREFIX, FileStateStore
@@ -293,6 +294,27 @@ def test_unparseable_state_is_moved_aside_and_blocks(tmp_path: Path, content: by
     message = str(raised.value)
     assert "\n" not in message
     assert str(archive) in message
+
+
+def test_an_over_long_block_message_of_an_earlier_version_blocks_again_clipped(
+    tmp_path: Path,
+) -> None:
+    """Issue #24 N6: the previous version wrote a block message as long as its path; the
+    schema bounds it now, so that file is archived as corrupt and the new block fits."""
+    store = make_store(tmp_path)
+    long_path = "/" + "d" * 2500
+    content = json.dumps({
+        "schemaVersion": 1, "operation": None, "processed": [],
+        "block": {"code": "state-corrupt", "message": f"archived to {long_path}",
+                  "since": "2026-05-09T07:00:00Z", "archived": long_path},
+    }).encode()
+    plant(store, content)
+    with pytest.raises(StateCorruptError):
+        store.load()
+    _assert_blocked_after_corruption(store, content)
+    state = store.load()
+    assert state is not None and state.block is not None
+    assert len(state.block.message) <= MAX_MESSAGE and "corrupt" in state.block.message
 
 
 @pytest.mark.parametrize(
