@@ -234,3 +234,15 @@ def test_dashboard_freshness_rules() -> None:
     padded = value + " " * (rp.MAX_REPORT_CHARS - len(value) + 1)
     assert not rp.dashboard_considers_fresh(padded, n, T0)[0]
     assert not rp.dashboard_considers_fresh("not json", n, T0)[0]
+
+
+@pytest.mark.parametrize("value", ["[" * 30000, '{"a":' * 5000 + "1" + "}" * 5000,
+                                   '{"schemaVersion": NaN}', '"\\ud800"'])
+def test_a_hostile_annotation_is_not_fresh_and_never_an_exception(value: str) -> None:
+    fresh, why = rp.dashboard_considers_fresh(value, node(), T0)
+    assert not fresh and why.startswith("the report is not JSON"), why
+
+
+def test_the_largest_report_is_read_back_within_the_decoders_bounds() -> None:
+    value = rp.encode_report(report(big=True))
+    assert rp.dashboard_considers_fresh(value, node(), T0) == (True, "fresh")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from magicstick_host.domain.strict_json import REPORT
 from magicstick_host.errors import ExitCode, MagicstickError
 from magicstick_host.static import TYPE_CHECKING
 
@@ -158,9 +159,9 @@ def dashboard_considers_fresh(value: str, node: Json, now: datetime) -> tuple[bo
     if len(value) > MAX_REPORT_CHARS:
         return False, f"the report is {len(value)} characters, over {MAX_REPORT_CHARS}"
     try:
-        report = json.loads(value)
-    except ValueError:
-        return False, "the report is not JSON"
+        report = REPORT.loads(value)
+    except ValueError as exc:
+        return False, f"the report is not JSON ({exc})"
     if not isinstance(report, dict):
         return False, "the report is not a JSON object"
     if report.get("schemaVersion") != SCHEMA_VERSION:

@@ -67,7 +67,8 @@ REPORT = Bounds(max_bytes=256 * 1024, max_depth=32, max_items=65_536)
 # what a command prints as JSON (`ip -j`, ...): a host's own tools, still bounded
 COMMAND_OUTPUT = Bounds(max_bytes=16 * 1024 * 1024, max_depth=32, max_items=1_000_000)
 # the state directory's caches (ports/model_cache_store.py) and memos (ports/command_memo.py)
-CACHE_FILE = Bounds(max_bytes=16 * 1024 * 1024, max_depth=MAX_DEPTH, max_items=1_000_000)
+# (the model-cache inventory records up to 100,000 directories in at most 32 MiB)
+CACHE_FILE = Bounds(max_bytes=32 * 1024 * 1024, max_depth=MAX_DEPTH, max_items=4_000_000)
 
 
 def _reject_constant(name: str) -> Any:

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from magicstick_host import schemas
+from magicstick_host.domain.strict_json import CACHE_FILE as BOUNDS
 from magicstick_host.errors import MagicstickError
 from magicstick_host.ports.safe_files import fsync_dir, open_checked, read_all, write_all
 from magicstick_host.static import TYPE_CHECKING
@@ -64,7 +65,7 @@ class ModelCacheStore:
         finally:
             os.close(fd)
         try:
-            doc = json.loads(data)
+            doc = BOUNDS.loads(data)  # never RecursionError in the schema check below
         except ValueError:
             return None
         if schemas.errors(self.schema, doc):
