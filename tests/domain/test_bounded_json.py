@@ -35,7 +35,7 @@ def nested(depth: int, leaf: str = "1") -> str:
 @pytest.mark.parametrize("text", [nested(2000), "[" * 200_000, "[" * 200_000 + "]" * 200_000,
                                   '{"a":' * 100_000])
 def test_nesting_far_over_the_interpreter_limit_is_a_value_error(text: str) -> None:
-    assert "nested deeper than" in refused(text) or "Expecting" in refused(text)
+    assert "nested deeper than" in refused(text)
 
 
 def test_a_kube_answer_nested_2000_levels_is_refused_and_one_at_the_limit_is_read() -> None:
