@@ -188,77 +188,7 @@ def test_scan_wifi_publishes_the_networks(world: NetworkWorld) -> None:
     assert {n["security"] for n in scan["networks"]} <= {"secured", "open"}
 
 
-# each settings rule of network.md, violated: rejected before any host change
-RULE_VIOLATIONS = [
-    ("an unknown field", {**STATIC_KEEPING_THE_CLUSTER_ADDRESS, "mtu": 9000}),
-    ("not an interface of this host", {**STATIC_KEEPING_THE_CLUSTER_ADDRESS,
-                                       "interface": "eth9"}),
-    ("a virtual interface", {**STATIC_KEEPING_THE_CLUSTER_ADDRESS, "interface": "cni0"}),
-    ("an unknown mode", {**STATIC_KEEPING_THE_CLUSTER_ADDRESS, "mode": "ppp"}),
-    ("a static address without a prefix", {"interface": "enp2s0", "mode": "static",
-                                           "address": "10.20.0.33", "gateway": "10.20.0.1",
-                                           "dns": [], "metric": 100}),
-    ("a gateway outside the subnet", {"interface": "enp2s0", "mode": "static",
-                                      "address": "10.20.0.33/24", "gateway": "10.30.0.1",
-                                      "dns": [], "metric": 100}),
-    ("too many DNS servers", {"interface": "enp2s0", "mode": "static",
-                              "address": "10.20.0.33/24", "gateway": "10.20.0.1",
-                              "dns": ["1.1.1.1", "1.0.0.1", "8.8.8.8", "8.8.4.4", "9.9.9.9"],
-                              "metric": 100}),
-    ("a metric out of range", {"interface": "enp2s0", "mode": "dhcp", "metric": -1}),
-    ("moving the cluster address", {**STATIC_KEEPING_THE_CLUSTER_ADDRESS,
-                                    "address": "192.168.1.77/24"}),
-    ("a WPA passphrase too short", {"interface": "wlp3s0", "mode": "dhcp", "ssid": "Home",
-                                    "security": "wpa-psk", "password": "short",
-                                    "hidden": False, "metric": 600}),
-    ("an SSID too long", {"interface": "wlp3s0", "mode": "dhcp", "ssid": "x" * 33,
-                          "security": "open", "password": "", "hidden": False,
-                          "metric": 600}),
-    ("Wi-Fi fields on Ethernet", {"interface": "enp2s0", "mode": "dhcp", "metric": 100,
-                                  "ssid": "Home"}),
-]
-
-
-@pytest.mark.parametrize(("name", "settings"), RULE_VIOLATIONS,
-                         ids=[v[0] for v in RULE_VIOLATIONS])
-def test_each_settings_rule_rejects_its_violation_before_any_host_change(
-    world: NetworkWorld, name: str, settings: dict[str, Any]
-) -> None:
-    before = world.netplan()
-    request_id = world.request_network(settings)
-    assert world.drive_network() == "Failed"
-    message = status(world)["message"]
-    assert "rejected" in message and "Nothing was changed" in message, message
-    assert world.secret(request_id) is None  # consumed: a password must not stay behind
-    assert world.netplan() == before
-    assert world.effects("netplan-apply") == [] and world.effects("netplan-generate") == []
-    assert not world.timer_armed()
-    world.tick()
-    assert world.store.load_trial() is None and world.store.read_settings() is None
-
-
-SECRET_FAULTS = [
-    ("another UID", {"uid": "d6f1a8a0-0000-4000-8000-000000000000"}, False, "another UID"),
-    ("another type", {"secret": {"type": "Opaque"}}, True, "does not have the type"),
-    ("labelled for another node",
-     {"secret": {"labels": {"appliance.magicstick.dev/network-node": "other-node"}}}, True,
-     "labelled"),
-    ("mutable", {"secret": {"immutable": False}}, True, "not immutable"),
-]
-
-
-@pytest.mark.parametrize(("name", "fault", "ours", "says"), SECRET_FAULTS,
-                         ids=[f[0] for f in SECRET_FAULTS])
-def test_a_wrong_secret_fails_with_nothing_applied(
-    world: NetworkWorld, name: str, fault: dict[str, Any], ours: bool, says: str
-) -> None:
-    before = world.netplan()
-    request_id = world.request_network(STATIC_KEEPING_THE_CLUSTER_ADDRESS, **fault)
-    assert world.drive_network() == "Failed"
-    assert says in status(world)["message"], status(world)["message"]
-    assert world.netplan() == before and world.effects("netplan-generate") == []
-    # the Secret the request names is consumed; one with another UID is not ours to delete
-    assert (world.secret(request_id) is None) == ours
+# the settings rules and the Secret's own rules, each violated: tests/network/test_rejections.py
 
 
 def grep(haystack: str, needle: str) -> bool:

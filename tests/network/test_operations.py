@@ -71,9 +71,20 @@ def test_accepted_reads_the_secret_once_and_changes_nothing_else() -> None:
     assert "password" not in str(decision.inputs)
 
 
-def test_a_network_that_changed_since_the_review_fails_before_anything() -> None:
-    decision = decide(configure.CONFIGURE_NETWORK, operation(), situation(network_id="b" * 64))
-    assert isinstance(decision, SetPhase) and decision.phase == Phase.FAILED
+def test_a_network_that_changed_since_the_review_is_rejected_before_anything() -> None:
+    for op in (operation(), operation(phase=Phase.APPLYING)):
+        decision = decide(configure.CONFIGURE_NETWORK, op,
+                          situation(network_id="b" * 64, published="Applying"))
+        assert isinstance(decision, SetPhase) and decision.phase == Phase.REJECTED
+        assert "network id differs" in decision.message
+
+
+def test_whatever_the_secret_step_refuses_is_rejected() -> None:
+    for kind, op in ((configure.CONFIGURE_NETWORK, operation()),
+                     (scan.SCAN_WIFI, operation("scan-wifi"))):
+        decision = decide(kind, op, situation())
+        assert isinstance(decision, RunStep) and decision.step == common.READ_REQUEST
+        assert decision.phase_on_failure == Phase.REJECTED
 
 
 def test_nothing_changes_before_the_dashboard_can_see_applying() -> None:

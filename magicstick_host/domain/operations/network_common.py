@@ -98,11 +98,12 @@ def network_of(capabilities: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def changed_since_review(op: Operation, now: Situation) -> SetPhase | None:
-    """The network the request was approved against (its planId) must still be the host's."""
+    """The network the request was approved against (its planId) must still be the host's.
+    Asked before any change on the host, so a refusal is Rejected (network.md)."""
     if network_of(now.capabilities).get("id") == op.plan_id:
         return None
     return SetPhase(
-        Phase.FAILED,
+        Phase.REJECTED,
         "The network settings of this host changed since they were reviewed (the network id "
         "differs); review them again. Nothing was changed.",
     )
@@ -132,7 +133,8 @@ def confirmation(op: Operation, now: Situation) -> str | None:
 
 def read_request(op: Operation, now: Situation, *, then: Phase, message: str) -> Decision:
     """Accepted: read the request Secret once, check it, keep the approved settings, delete it.
-    Nothing on the host changes in this step."""
+    Nothing on the host changes in this step, so whatever it refuses (the Secret, the settings,
+    a Secret that cannot be read) ends Rejected with the rule named (network.md)."""
     changed = changed_since_review(op, now)
     if changed is not None:
         return changed
@@ -154,6 +156,7 @@ def read_request(op: Operation, now: Situation, *, then: Phase, message: str) ->
         phase_on_done=then,
         message_on_done=message,
         message_on_failure="",
+        phase_on_failure=Phase.REJECTED,
     )
 
 
