@@ -6,7 +6,7 @@ from __future__ import annotations
 from magicstick_host.collect.reader import Reader
 from magicstick_host.domain.evidence import NVIDIA_VENDOR, NvidiaInfo, PciInventory
 from magicstick_host.domain.parsers.identity import parse_nvidia_module_version, parse_nvrm_version
-from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandRunner
+from magicstick_host.ports.runner import NOT_FOUND, OUTPUT_TOO_LARGE, TIMED_OUT, CommandRunner
 
 MODULE_VERSION = "/sys/module/nvidia/version"
 PROC_VERSION = "/proc/driver/nvidia/version"
@@ -46,8 +46,9 @@ def _persistenced_active(r: Reader, runner: CommandRunner) -> bool | None:
     except OSError as exc:
         r.unknown(field, "systemctl is-active nvidia-persistenced", str(exc) or "failed")
         return None
-    if result.returncode in (NOT_FOUND, TIMED_OUT):
-        reason = "systemctl not found" if result.returncode == NOT_FOUND else "timed out"
+    if result.returncode in (NOT_FOUND, TIMED_OUT, OUTPUT_TOO_LARGE):
+        reason = {NOT_FOUND: "systemctl not found", TIMED_OUT: "timed out"}.get(
+            result.returncode, "too much output")
         r.unknown(field, "systemctl is-active nvidia-persistenced", reason)
         return None
     return result.returncode == 0

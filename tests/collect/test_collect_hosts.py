@@ -17,6 +17,7 @@ from magicstick_host.domain.evidence import (
     UmaInfo,
 )
 from magicstick_host.ports.hostfs import RootedHostFS
+from magicstick_host.ports.runner import OUTPUT_TOO_LARGE
 from tests.collect.fakehost import BOOT_ID, STRIX_ADDR, FakeHost, ready_strix_halo
 from tests.collect.runners import FakeRunner
 
@@ -106,7 +107,7 @@ def test_nvidia_host(tmp_path: Path) -> None:
     assert not ev.unknown("nvidia") and not ev.unknown("pci")
 
 
-@pytest.mark.parametrize(("code", "active"), [(0, True), (3, False), (127, None), (124, None)])
+@pytest.mark.parametrize(("code", "active"), [(0, True), (3, False), (127, None), (124, None), (OUTPUT_TOO_LARGE, None)])
 def test_persistenced_states(tmp_path: Path, code: int, active: bool | None) -> None:
     h = FakeHost(tmp_path)
     h.pci("0000:01:00.0", "10de", "2684", "030000", driver="nvidia")
