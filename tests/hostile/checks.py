@@ -16,6 +16,7 @@ command that reproduces it.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +45,10 @@ class Run:
     killed_at_limit: bool = False
 
     def summary(self) -> str:
-        tail = self.stderr.strip()[-1500:]
+        # runs of one character (a 2 kB path of "d"s, a flood) shortened to be readable
+        text = re.sub(r"(.)\1{40,}", lambda m: f"{m.group(1)}[x{len(m.group(0))}]",
+                      self.stderr.strip())
+        tail = text if len(text) <= 1500 else f"{text[:500]} [...] {text[-1000:]}"
         return (f"{self.label}: exit {self.exit_code}, {self.wall_s:.1f} s, "
                 f"RSS {self.maxrss_bytes / 2**20:.1f} MiB"
                 + (" (killed at the hard limit)" if self.killed_at_limit else "")

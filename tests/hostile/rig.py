@@ -195,11 +195,11 @@ class Rig:
 
     # -- the reboot flow ----------------------------------------------------------------------
 
-    def schedule_reboot(self) -> bool:
+    def schedule_reboot(self, env: Mapping[str, str] | None = None) -> bool:
         """Request a reboot and let a clean tick schedule it; False (a violation recorded) if
         it did not, so the case cannot go on."""
         self.request("reboot")
-        run = self.tick("tick-1 (clean: accept, schedule)", {0})
+        run = self.tick("tick-1 (clean: accept, schedule)", {0}, env=env)
         phase = self.phase()
         shutdowns = [e for e in self.effects() if e.get("effect") == "shutdown"]
         return self.verdict.expect(
