@@ -5,9 +5,10 @@ uses the fixtures below. Tests that call these must be marked `@pytest.mark.real
 otherwise the suite's subprocess guard stops them.
 
 - `run_playbook(playbook, extra_vars, check=False)` runs `ansible-playbook -i localhost, -c local`
-  from this venv with a private ANSIBLE_HOME/temp dirs, no retry files, no colour and no config
-  file from the caller's environment, and returns the CompletedProcess (stdout = the default
-  callback's output).
+  from this venv with a private ANSIBLE_HOME/temp dirs, no retry files, no colour, no config
+  file from the caller's environment and non-boolean conditionals refused under every
+  ansible-core line (ALLOW_BROKEN_CONDITIONALS off), and returns the CompletedProcess
+  (stdout = the default callback's output).
 - `recap(proc)` parses the PLAY RECAP line into ints, e.g. `recap(p)["changed"] == 0`.
 - `changed_tasks(proc)` names the tasks (and loop items) that reported a change, for messages.
 - `snapshot_checkout(dest)` copies the files the playbooks install (code, profiles, units,
@@ -66,6 +67,9 @@ def ansible_env(home: Path) -> dict[str, str]:
             "ANSIBLE_LOCALHOST_WARNING": "False",
             "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
             "ANSIBLE_PYTHON_INTERPRETER": TARGET_PYTHON,
+            # a conditional that is not a boolean fails, as on 26.04's ansible-core (2.19+, the
+            # default there); 2.16 (24.04) has the setting backported (2.16.19), lenient by default
+            "ANSIBLE_ALLOW_BROKEN_CONDITIONALS": "False",
         }
     )
     return env

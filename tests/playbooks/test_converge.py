@@ -26,11 +26,12 @@ import pytest
 import yaml
 
 from magicstick_host.domain.convergence_run import REBOOT_TASK
-from magicstick_host.sim.model import Host, Package
+from magicstick_host.sim.model import Host, Package, PciDevice
 from tests.playbooks.conftest import PLAYBOOKS, output, run_playbook
 from tests.playbooks.converge_roots import (
     CONTAINERD,
     FIRST_CONVERGENCE,
+    NEW_INSTALL,
     NO_IMPORTS,
     calls,
     make_root,
@@ -41,7 +42,8 @@ from tests.playbooks.converge_roots import (
 pytestmark = [pytest.mark.real_commands, pytest.mark.slow]
 
 NVIDIA_26 = "strix-halo-nvidia-unbound-ubuntu-26.04-ready"
-NVIDIA_24 = "nvidia-datacenter-ubuntu-24.04"
+# 2x H200 (class 0x0302, 3D controllers) and the BMC's VGA: no display host (convergence.md)
+DATACENTER_24 = "nvidia-datacenter-ubuntu-24.04"
 REBOOT_TEXT = (
     "magicstick: rebooting in 1 minute to load the NVIDIA display driver set up by the first "
     "host convergence"
@@ -138,6 +140,15 @@ def managed_files(root: Path) -> list[str]:
 # --- the first convergence, then a second one (after the reboot) ----------------------------------
 
 
+def vga_instead_of_the_h200s(host: Host) -> None:
+    """The datacenter host with an NVIDIA VGA-compatible controller (class 0x0300, an RTX PRO
+    workstation card) in place of its H200s, fresh: a display host on Ubuntu 24.04."""
+    without_nvidia_packages(host)
+    host.pci = [d for d in host.pci if d.vendor != "10de"] + [
+        PciDevice("0000:41:00.0", "10de", "2bb1", "030000", "a1", "10de", "204b")]
+    host.pci.sort(key=lambda d: d.address)
+
+
 def nvidia_smi_fails(root: Path) -> None:
     (root / ".stub").mkdir(exist_ok=True)
     (root / ".stub/nvidia-smi-fails").write_text("")
@@ -164,7 +175,8 @@ def converged(tmp_path_factory: pytest.TempPathFactory) -> Converged:
     fresh = {"change": without_nvidia_packages}
     cases = {
         "new-install": root_case(base, "new-install", NVIDIA_26, **fresh),
-        "new-install-24": root_case(base, "new-install-24", NVIDIA_24, **fresh),
+        "new-install-24": root_case(base, "new-install-24", DATACENTER_24,
+                                    change=vga_instead_of_the_h200s),
         "existing-host": root_case(base, "existing-host", NVIDIA_26, new_install=False, **fresh),
         "smi-fails": root_case(base, "smi-fails", NVIDIA_26, **fresh),
         "shutdown-pending": root_case(base, "shutdown-pending", NVIDIA_26, **fresh),
@@ -172,6 +184,8 @@ def converged(tmp_path_factory: pytest.TempPathFactory) -> Converged:
         "not-generated": root_case(base, "not-generated", NVIDIA_26, containerd=None, **fresh),
         "cpu-only": root_case(base, "cpu-only", "cpu-only-ubuntu-24.04"),
         "amd-only": root_case(base, "amd-only", "strix-halo-ubuntu-26.04-ready"),
+        # as installed: the GPU Operator's driver path, its own nvidia packages
+        "compute-gpus": root_case(base, "compute-gpus", DATACENTER_24),
     }
     roots = {name: Path(case["magicstick_root"]) for name, case in cases.items()}
     nvidia_smi_fails(roots["smi-fails"])
@@ -283,12 +297,25 @@ def test_the_nvidia_containerd_dropin_is_adopted_only_when_imported(converged: C
 
 
 def test_cpu_only_and_amd_only_hosts_skip_the_nvidia_role(converged: Converged) -> None:
-    for name in ("cpu-only", "amd-only"):
+    for name in ("cpu-only", "amd-only", "compute-gpus"):
         root = converged.roots[name]
         assert managed_files(root) == [], name
         assert converged.first_calls[name] == [], name
         assert converged.first[name].changed == [], name
         assert "no NVIDIA display controller" in converged.first[name].text
+
+
+def test_compute_gpus_keep_the_gpu_operators_driver_path(converged: Converged) -> None:
+    """2x H200 (3D controllers, 0x0302) with the BMC's VGA: no driver pin, no nvidia-drm
+    files, no K3s label, no persistenced, no reboot; the installed driver is not refused."""
+    root = converged.roots["compute-gpus"]
+    run = converged.first["compute-gpus"]
+    assert run.counts["failed"] == 0 and run.changed == [], run.text
+    assert managed_files(root) == [] and calls(root) == []
+    assert not (root / "etc/rancher/k3s/config.yaml.d").exists()
+    text = " ".join(run.text.split())
+    assert "NVIDIA 3D controllers 0000:41:00.0, 0000:c1:00.0 keep the GPU Operator's" in text
+    assert "Set the nvidia-drm options" not in run.text  # the role's tasks never ran
 
 
 def test_an_existing_k3s_is_kept(converged: Converged) -> None:
@@ -297,6 +324,40 @@ def test_an_existing_k3s_is_kept(converged: Converged) -> None:
         assert not [t for t in run.changed if t.startswith("k3s : Install K3s")], name
         k3s = converged.roots[name] / "usr/local/bin/k3s"
         assert k3s.read_text() == "#!/bin/sh\n# the existing K3s\n", name
+
+
+# --- a first convergence that finds everything in place (a retry after a partial first run) ------
+
+
+def test_a_first_convergence_that_changes_nothing_succeeds(tmp_path: Path) -> None:
+    """The new-install host's first convergence finds the driver files, the K3s label and
+    nvidia-persistenced already in place: it succeeds, changes nothing and reboots nothing
+    (convergence.md), and says a hand reboot is due if the driver does not answer yet."""
+    cases = {
+        "in-place": root_case(tmp_path, "in-place", NVIDIA_26, new_install=False,
+                              change=without_nvidia_packages),
+        "in-place-smi-fails": root_case(tmp_path, "in-place-smi-fails", NVIDIA_26,
+                                        new_install=False, change=without_nvidia_packages),
+    }
+    roots = {name: Path(case["magicstick_root"]) for name, case in cases.items()}
+    nvidia_smi_fails(roots["in-place-smi-fails"])
+    earlier = run_cases(tmp_path, cases)  # what the partial first run already put in place
+    for name, root in roots.items():
+        assert earlier[name].counts["failed"] == 0, earlier[name].text
+        assert not (root / FIRST_CONVERGENCE).exists()
+        (root / NEW_INSTALL).parent.mkdir(parents=True, exist_ok=True)
+        (root / NEW_INSTALL).write_text("created by the installer media\n")
+    before = {name: len(calls(root)) for name, root in roots.items()}
+    runs = run_cases(tmp_path, cases)
+    for name, root in roots.items():
+        run = runs[name]
+        assert run.counts["failed"] == 0 and run.failed_task is None, run.text
+        assert run.counts["changed"] == 0, (name, run.changed)
+        assert ["shutdown"] not in [c[:1] for c in calls(root)[before[name]:]], name
+        assert not (root / "run/systemd/shutdown/scheduled").exists()
+        assert "reboot: not needed" in (root / FIRST_CONVERGENCE).read_text(), name
+    assert "reboot this host by hand" in " ".join(runs["in-place-smi-fails"].text.split())
+    assert "reboot this host by hand" not in runs["in-place"].text
 
 
 # --- refusals: nothing installed, nothing written -------------------------------------------------
@@ -479,7 +540,7 @@ def test_the_driver_apt_task_is_locked_down() -> None:
     }.items():
         assert install[key] is value, key
     for task in apt:
-        assert task["when"] == "magicstick_apply"
+        assert task["when"] == "magicstick_apply | bool"
 
 
 def test_the_reviewed_pin() -> None:

@@ -2,8 +2,13 @@
 
 Prints one JSON object: osId, versionId (unquoted /etc/os-release values), arch
 (/proc/sys/kernel/arch, else uname on the real root), displays (PCI class 0x03 devices:
-address, vendor, class, driver), nvidiaDisplay, amdDisplay, pciReadable and nvidiaPackages
-(installed nvidia-* packages from /var/lib/dpkg/status: name -> version).
+address, vendor, class, driver), nvidiaDisplay, nvidiaCompute, amdDisplay, pciReadable and
+nvidiaPackages (installed nvidia-* packages from /var/lib/dpkg/status: name -> version).
+
+An NVIDIA display host has an NVIDIA VGA-compatible controller (class 0x0300, vendor 10de); an
+NVIDIA 3D controller (0x0302, H100/H200) drives no display and keeps the GPU Operator's driver
+path: nvidiaCompute lists the addresses of the NVIDIA display-class devices that are not VGA
+(convergence.md; the worker's own view is magicstick_host/domain/convergence_display.py).
 """
 
 import json
@@ -74,6 +79,10 @@ def nvidia_packages():
     return installed
 
 
+def nvidia_display(device):
+    return device["vendor"] == "10de" and device["class"].startswith("0300")
+
+
 os_id, version_id = os_release()
 pci = displays()
 print(json.dumps({
@@ -82,7 +91,9 @@ print(json.dumps({
     "arch": arch(),
     "pciReadable": pci is not None,
     "displays": pci or [],
-    "nvidiaDisplay": any(d["vendor"] == "10de" for d in pci or []),
+    "nvidiaDisplay": any(nvidia_display(d) for d in pci or []),
+    "nvidiaCompute": [d["address"] for d in pci or []
+                      if d["vendor"] == "10de" and not nvidia_display(d)],
     "amdDisplay": any(d["vendor"] == "1002" for d in pci or []),
     "nvidiaPackages": nvidia_packages(),
 }, sort_keys=True))
