@@ -4,6 +4,7 @@ and its socket)."""
 from __future__ import annotations
 
 from magicstick_host.collect.reader import Reader
+from magicstick_host.domain.convergence_display import nvidia_display_gpus
 from magicstick_host.domain.evidence import NVIDIA_VENDOR, NvidiaInfo, PciInventory
 from magicstick_host.domain.parsers.identity import parse_nvidia_module_version, parse_nvrm_version
 from magicstick_host.ports.runner import NOT_FOUND, OUTPUT_TOO_LARGE, TIMED_OUT, CommandRunner
@@ -20,7 +21,8 @@ def collect_nvidia(r: Reader, runner: CommandRunner, pci: PciInventory) -> Nvidi
     kind = r.path_kind(PERSISTENCED_SOCKET, "nvidia.persistenced_socket") or "unknown"
     return NvidiaInfo(
         driver_version=_driver_version(r, any(d.driver == "nvidia" for d in nvidia_devices)),
-        persistenced_active=_persistenced_active(r, runner) if nvidia_devices else None,
+        # the display driver's daemon: a 3D controller's is the GPU Operator's (convergence.md)
+        persistenced_active=_persistenced_active(r, runner) if nvidia_display_gpus(pci) else None,
         persistenced_socket=kind == "socket",
         persistenced_socket_kind=kind,
     )

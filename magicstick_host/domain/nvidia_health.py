@@ -6,7 +6,9 @@ container, so an inactive daemon (or a missing socket) stops new model container
 Operator, as the appliance documentation tells them to.
 
 `state`:
-- `absent`: no NVIDIA display controller (class 0x03, vendor 10de): nothing to check;
+- `absent`: no NVIDIA display controller (a VGA-compatible controller, class 0x0300, vendor
+  10de; domain/convergence_display.py): nothing to check. NVIDIA 3D controllers (H100/H200)
+  keep the GPU Operator's own driver path, which this section does not judge;
 - `healthy`: every NVIDIA display GPU is bound to `nvidia`, the daemon is active and its socket
   is a socket;
 - `degraded`: one of those is false (the message says which, and what to run);
@@ -15,7 +17,8 @@ Operator, as the appliance documentation tells them to.
 
 from __future__ import annotations
 
-from magicstick_host.domain.evidence import NVIDIA_VENDOR, Evidence
+from magicstick_host.domain.convergence_display import nvidia_compute_gpus, nvidia_display_gpus
+from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.text import clip_message
 from magicstick_host.static import TYPE_CHECKING
 
@@ -42,11 +45,16 @@ def _bound_problem(unbound: list[tuple[str, str | None]]) -> str:
 
 def nvidia_health(ev: Evidence) -> dict[str, Any]:
     """The `nvidia` section of inspect and of the Node report."""
-    gpus = [d for d in ev.pci.devices if d.vendor == NVIDIA_VENDOR and d.is_display]
+    gpus = nvidia_display_gpus(ev.pci)
     nv = ev.nvidia
+    compute = [d.address for d in nvidia_compute_gpus(ev.pci)]
+    absent = "No NVIDIA display GPU on this host." if not compute else (
+        "No NVIDIA display GPU on this host: the NVIDIA 3D controllers "
+        f"{', '.join(compute)} keep the GPU Operator's own driver path."
+    )
     section: dict[str, Any] = {
         "state": "absent",
-        "message": "No NVIDIA display GPU on this host.",
+        "message": absent[:2048],
         "gpus": [{"pciAddress": d.address, "driver": d.driver or ""} for d in gpus],
         "driverBound": None,
         "driverVersion": nv.driver_version or "",

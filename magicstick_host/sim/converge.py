@@ -2,7 +2,8 @@
 
 The real roles (playbooks/roles/k3s, nvidia_display) are tested with the real ansible-playbook
 (tests/playbooks/test_converge.py). Here only what the gate needs is simulated:
-- on an NVIDIA display host, the managed nvidia-drm file
+- on an NVIDIA display host (a VGA-compatible controller, class 0x0300: not an H100/H200 3D
+  controller; domain/convergence_display.py), the managed nvidia-drm file
   (`etc/modprobe.d/90-magicstick-nvidia-drm.conf`) is written: "changed" on the first run, "ok"
   on the next (so `status` shows the changed tasks of a run);
 - `MAGICSTICK_CONVERGE_LOCK_FD` must be in the environment, as the real playbook requires;
@@ -17,6 +18,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from magicstick_host.domain.convergence_display import is_nvidia_display
 from magicstick_host.sim.ansible import PlayLog
 from magicstick_host.sim.faults import take_one_shot
 from magicstick_host.sim.model import Host
@@ -66,7 +68,7 @@ def run_converge(
     log.task("k3s : Check the K3s version pin", "ok")
     if CONVERGE_HOLD in host.faults:
         _hold(root)
-    nvidia = any(d.vendor == "10de" and d.pci_class.startswith("03") for d in host.pci)
+    nvidia = any(is_nvidia_display(d.vendor, d.pci_class) for d in host.pci)
     if not nvidia:
         log.task("nvidia_display : Load nvidia-drm early with the console", "skipping")
         return log, []

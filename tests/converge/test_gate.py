@@ -132,6 +132,16 @@ def test_the_run_keeps_the_worker_state(tmp_path: Path, state_dir: Path) -> None
     assert state.convergence is not None and state.convergence.result == "succeeded"
 
 
+def test_compute_gpus_get_nothing_from_the_simulated_playbook(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    """2x H200 (3D controllers) are no display host: no nvidia-drm file, nothing changed."""
+    root = sim_root(tmp_path, "nvidia-datacenter-ubuntu-24.04")
+    assert converge(root, state_dir).exit_code == ExitCode.OK
+    assert status(state_dir)["convergence"]["changedTasks"] == []
+    assert "etc/modprobe.d/90-magicstick-nvidia-drm.conf" not in load_host(root).modprobe_files
+
+
 def test_a_failed_playbook_is_recorded_with_its_task(tmp_path: Path, state_dir: Path) -> None:
     root = sim_root(tmp_path, change=lambda h: h.faults.append(CONVERGE_FAILS))
     result = converge(root, state_dir)

@@ -112,3 +112,23 @@ def test_systemctl_that_cannot_tell_is_unknown(tmp_path: Path) -> None:
     section = nvidia_health(ev)
     assert section["state"] == "unknown" and section["persistencedActive"] is None
     assert "could not be told" in section["message"] and "timed out" in section["message"]
+
+
+def test_compute_gpus_are_no_display_host(tmp_path: Path) -> None:
+    """2x H200 (3D controllers, class 0x0302) beside the BMC's VGA: no NVIDIA display host,
+    so nothing of the display driver's health applies; they keep the GPU Operator's driver."""
+    from magicstick_host.collect import collect_evidence
+    from magicstick_host.ports.hostfs import RootedHostFS
+    from tests.collect.runners import FakeRunner
+
+    root = simulated(tmp_path, "nvidia-datacenter-ubuntu-24.04")
+    section = health(root)
+    assert section["state"] == "absent" and section["gpus"] == []
+    assert section["driverBound"] is None and section["persistencedActive"] is None
+    assert section["persistencedSocket"] is None
+    assert "No NVIDIA display GPU on this host" in section["message"]
+    assert "0000:41:00.0, 0000:c1:00.0" in section["message"]
+    assert "GPU Operator's own driver path" in section["message"]
+    runner = FakeRunner(returncode=0)
+    collect_evidence(RootedHostFS(str(root)), runner, [])
+    assert not [c for c in runner.calls if "nvidia-persistenced" in " ".join(c)]
