@@ -26,6 +26,8 @@ REBOOT_TASK = "Schedule the one reboot after the first convergence"
 _TASK = LazyPattern(r"^TASK \[(?P<name>.*)\] \**$")
 _CHANGED = LazyPattern(r"^changed: \[[^\]]*\](?: => \(item=(?P<item>.*?)\))?")
 _FAILED = LazyPattern(r"^(fatal|failed): \[")
+# the last of the kept changed tasks of a long run (finish_run)
+_MORE = LazyPattern(r"^… and (?P<more>[0-9]+) more$")
 
 
 def _failure_message(line: str) -> str:
@@ -157,6 +159,25 @@ def finish_run(
         message=message,
         reboot_scheduled=reboot,
     )
+
+
+def changed_count(run: ConvergenceRun) -> int:
+    """How many tasks the run changed, also those beyond the names it keeps."""
+    tasks = run.changed_tasks
+    more = _MORE.match(tasks[-1]) if tasks else None
+    return len(tasks) - 1 + int(more.group("more")) if more else len(tasks)
+
+
+def report_section(run: ConvergenceRun) -> dict[str, Any]:
+    """The host report's optional `convergence` section (convergence.md): when the last run
+    ended (started, while it runs or when it recorded no end), how it ended, how many tasks it
+    changed and whether it scheduled the one reboot after the first convergence."""
+    return {
+        "lastRunAt": run.finished_at or run.started_at,
+        "result": run.result,
+        "changed": changed_count(run),
+        "rebootScheduled": run.reboot_scheduled,
+    }
 
 
 def journal_entry(run: ConvergenceRun) -> dict[str, Any]:

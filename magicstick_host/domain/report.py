@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from magicstick_host.domain.canonical import sha256_hex
+from magicstick_host.domain.convergence_run import report_section
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Block, State
 from magicstick_host.domain.text import clip_message
@@ -91,7 +92,7 @@ def build_report(
     block = state.block
     if block is not None:
         sections = {kind: blocked_view(section, block) for kind, section in sections.items()}
-    return {
+    report: dict[str, Any] = {
         "schemaVersion": REPORT_SCHEMA_VERSION,
         "observedAt": rfc3339(observed_at),
         "nodeUid": node_uid,
@@ -103,6 +104,10 @@ def build_report(
         "actions": [] if block is not None else inspection["actions"],
         "operation": operation_summary(state),
     }
+    if state.convergence is not None:
+        # optional (contract.md): the last host convergence run, shown also while stopped
+        report["convergence"] = report_section(state.convergence)
+    return report
 
 
 def report_content_digest_input(report: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,10 @@ from typing import Any
 
 import pytest
 
+from magicstick_host import schemas
+from magicstick_host.cli.converge_cmd import build_converge_deps
+from magicstick_host.converge import run_converge
+from magicstick_host.errors import ExitCode
 from magicstick_host.sim.scenarios import SCENARIOS
 from tests.harness import dashboard
 from tests.harness.world import World
@@ -90,3 +94,46 @@ def test_power_as_the_dashboard_offers_it(
         world = world_for(tmp_path / name, kube, name)
         world.create_request(action)
         assert world.drive() == "Succeeded", (name, world.hostop())
+
+
+def shown_convergence(report: dict[str, Any]) -> str:
+    """What a dashboard that knows the optional `convergence` section shows (convergence.md)."""
+    run = report.get("convergence")
+    if not isinstance(run, dict):
+        return "never converged"
+    reboot = ", reboot scheduled" if run["rebootScheduled"] else ""
+    return f"{run['result']} at {run['lastRunAt']}: {run['changed']} changed{reboot}"
+
+
+def offered_actions(report: dict[str, Any]) -> tuple[Any, ...]:
+    """What the dashboard offers from a report (the checks above)."""
+    return (dashboard.plan_actionable(report), dashboard.experiment_actionable(report),
+            report["gpuMemory"]["supported"] is True, tuple(report["actions"]))
+
+
+def test_the_convergence_run_as_the_dashboard_reads_it(
+    tmp_path: Path, kube: Any, reports: dict[str, dict[str, Any]]
+) -> None:
+    """A converged host reports its last run; an older dashboard, which ignores the section,
+    offers the same and its request still runs to its end."""
+    offered = [name for name, r in reports.items()
+               if dashboard.plan_actionable(r) and "nvidia" in name]
+    assert offered, "no simulated NVIDIA display host offers prepare-gpu"
+    name = offered[0]
+    world = world_for(tmp_path / name, kube, name)
+    before = world.published()
+    assert shown_convergence(before) == "never converged"
+    deps = build_converge_deps(root=str(world.root), state_dir=str(world.state_dir),
+                               executor="sim")
+    assert run_converge(deps).exit_code == ExitCode.OK
+    world.clock.advance(61)  # past the report's minimum interval, the request still fresh
+    world.tick()
+    report = world.report()
+    assert report is not None and schemas.errors("report", report) == []
+    run = report["convergence"]
+    assert (run["result"], run["changed"], run["rebootScheduled"]) == ("succeeded", 1, False)
+    assert shown_convergence(report).startswith("succeeded at ")
+    older = {k: v for k, v in report.items() if k != "convergence"}
+    assert offered_actions(older) == offered_actions(report) == offered_actions(before)
+    world.create_request("prepare-gpu", **dashboard.prepare_spec(report))
+    assert world.drive() == "Succeeded", (name, world.hostop())
