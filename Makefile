@@ -55,7 +55,8 @@ test: $(STAMP) test-tools
 	$(BIN)/pytest -q
 	$(MAKE) --no-print-directory test-archive
 
-# the same worker on the oldest library versions it supports: Ubuntu 24.04's archive
+# the same worker on the oldest library versions it supports: Ubuntu 24.04's archive, with its
+# ansible-core line (2.16) for the playbook and convergence tests; the main pass has the newest
 ARCHIVE_VENV := .venv-archive
 $(ARCHIVE_VENV)/.installed: constraints/ubuntu-24.04.txt
 	$(PYTHON) -m venv $(ARCHIVE_VENV)
@@ -64,7 +65,8 @@ $(ARCHIVE_VENV)/.installed: constraints/ubuntu-24.04.txt
 
 test-archive: $(ARCHIVE_VENV)/.installed
 	PYTHONPATH=$(CURDIR) $(ARCHIVE_VENV)/bin/python -m pytest -q -p no:cacheprovider \
-		tests/contract tests/tick tests/ports tests/inspect/test_scenarios.py
+		tests/contract tests/tick tests/ports tests/inspect/test_scenarios.py \
+		tests/playbooks tests/converge
 
 lint: $(STAMP)
 	$(BIN)/ruff check magicstick_host tests

@@ -153,3 +153,21 @@ def test_this_ansible_core_refuses_a_non_boolean_conditional(tmp_path: Path) -> 
     assert '"msg": "fine"' in proc.stdout and '"msg": "never"' not in proc.stdout
     assert "Conditional result" in proc.stdout + proc.stderr, output(proc)
     assert "list" in proc.stdout + proc.stderr, output(proc)
+
+
+def test_both_ansible_core_lines_run_the_playbook_tests() -> None:
+    """`make test` runs the playbook tests twice: in the main venv with the newest ansible-core
+    (the strict line, 2.19+, as Ubuntu 26.04 has it) and in the archive venv with Ubuntu 24.04's
+    line, 2.16 (constraints/ubuntu-24.04.txt), and this venv is one of the two."""
+    from ansible.release import __version__ as ansible_core
+
+    constraints = (PLAYBOOKS.parent / "constraints/ubuntu-24.04.txt").read_text()
+    pins = [line for line in constraints.splitlines() if line.startswith("ansible-core")]
+    assert len(pins) == 1 and pins[0].startswith("ansible-core==2.16."), pins
+    makefile = (PLAYBOOKS.parent / "Makefile").read_text()
+    archive = makefile[makefile.index("\ntest-archive:"):].split("\n\n")[0]
+    assert "tests/playbooks" in archive and "tests/converge" in archive, archive
+    line = tuple(int(part) for part in ansible_core.split(".")[:2])
+    assert line == (2, 16) or line >= (2, 19), ansible_core
+    if line == (2, 16):
+        assert ansible_core == pins[0].split("==")[1]
