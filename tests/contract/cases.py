@@ -11,6 +11,8 @@ AssertionError with a readable reason. Nothing here knows which cluster or user 
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -57,14 +59,20 @@ def expect(condition: bool, why: str) -> None:
         raise AssertionError(why)
 
 
-def shipped_crd() -> dict[str, Any]:
+@functools.cache
+def _parsed_crd() -> dict[str, Any]:
     crd: dict[str, Any] = yaml.safe_load(CRD_FILE.read_text())
     return crd
 
 
+def shipped_crd() -> dict[str, Any]:
+    """The shipped HostOperation CRD (a fresh copy: callers may change it)."""
+    return copy.deepcopy(_parsed_crd())
+
+
 def spec_rules() -> list[dict[str, str]]:
     """The cross-field rules on spec, as shipped."""
-    (version,) = shipped_crd()["spec"]["versions"]
+    (version,) = _parsed_crd()["spec"]["versions"]
     rules: list[dict[str, str]] = version["schema"]["openAPIV3Schema"]["properties"]["spec"][
         "x-kubernetes-validations"]
     return rules

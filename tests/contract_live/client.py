@@ -17,11 +17,11 @@
 from __future__ import annotations
 
 import copy
+import http.client
 import json
 import os
+import ssl
 import tempfile
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,13 +145,12 @@ class Client:
     may_create_crd: bool = False
     may_delete_crd: bool = False
     log: list[Sent] = field(default_factory=list)
-    _opener: urllib.request.OpenerDirector | None = None
+    _context: ssl.SSLContext | None = None
+    _connection: _Connection | None = None
 
     def __post_init__(self) -> None:
-        handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler({})]
-        if self.config.scheme == "https":  # never through a proxy: straight to the server
-            handlers.append(urllib.request.HTTPSHandler(context=ssl_context(self.config)))
-        self._opener = urllib.request.build_opener(*handlers)
+        if self.config.scheme == "https":
+            self._context = ssl_context(self.config)
 
     # -- the guard ------------------------------------------------------------------------------
 
@@ -189,26 +188,44 @@ class Client:
                 and (body or {}).get("metadata", {}).get("name") != self.namespace):
             raise GuardError("refused to create a namespace other than the run's own")
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.config.server + path, data=data, method=method)
-        request.add_header("Accept", "application/json")
-        request.add_header("User-Agent", "magicstick-host-contract-live")
+        headers = {"Accept": "application/json", "User-Agent": "magicstick-host-contract-live"}
         if data is not None:
-            request.add_header("Content-Type", content_type)
+            headers["Content-Type"] = content_type
         if self.config.token:
-            request.add_header("Authorization", f"Bearer {self.config.token}")
+            headers["Authorization"] = f"Bearer {self.config.token}"
         if as_user:
-            request.add_header("Impersonate-User", as_user)
-        try:
-            assert self._opener is not None
-            with self._opener.open(request, timeout=self.timeout) as response:
-                status, raw = response.status, response.read()
-        except urllib.error.HTTPError as err:
-            status, raw = err.code, err.read()
+            headers["Impersonate-User"] = as_user
+        status, raw = self._exchange(method, self.config.base_path + path, data, headers)
         self.log.append(Sent(method, path, as_user, status))
         try:
             return status, json.loads(raw) if raw else None
         except ValueError:
             return status, raw.decode(errors="replace")
+
+    def _exchange(self, method: str, target: str, data: bytes | None,
+                  headers: dict[str, str]) -> tuple[int, bytes]:
+        """One request on the kept connection (straight to the server, never a proxy); a read
+        the server dropped on a kept connection goes again once on a new one, a write never."""
+        for attempt in (1, 2):
+            reused = self._connection is not None
+            if self._connection is None:
+                self._connection = _Connection(self.config, self._context, self.timeout)
+            try:
+                self._connection.request(method, target, data, headers)
+                response = self._connection.getresponse()
+                return response.status, response.read()
+            except BaseException as exc:  # a signal too: the connection is mid-exchange
+                self._connection.close()
+                self._connection = None
+                retry = isinstance(exc, OSError | http.client.HTTPException)
+                if attempt == 2 or not reused or method != "GET" or not retry:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
     def as_identity(self, as_user: str = "") -> Call:
         """The shared checks' `call`, as this identity (tests/contract/cases.py)."""
@@ -230,6 +247,21 @@ class Client:
         return sum(1 for s in self.log if s.method != "GET" and not s.dry_run
                    and urlsplit(s.path).path.startswith("/api/v1/nodes")
                    and 200 <= s.status <= 299)
+
+
+class _Connection(http.client.HTTPConnection):
+    """HTTP/1.1 to the kubeconfig's server, TLS as the kubeconfig says (CA, client
+    certificate, tls-server-name)."""
+
+    def __init__(self, config: KubeConfig, context: ssl.SSLContext | None,
+                 timeout: float) -> None:
+        super().__init__(config.host, config.port, timeout=timeout)
+        self._tls, self._server_name = context, config.tls_server_name or config.host
+
+    def connect(self) -> None:
+        super().connect()
+        if self._tls is not None:
+            self.sock = self._tls.wrap_socket(self.sock, server_hostname=self._server_name)
 
 
 def service_account_user(namespace: str, name: str) -> str:

@@ -218,6 +218,7 @@ class LiveRun:
         finally:
             self.cleaning = True
             self.cleanup()
+            self.client.close()
 
     # -- setup -----------------------------------------------------------------------------------
 
@@ -555,7 +556,7 @@ class LiveRun:
     def worker_port_cases(self) -> None:
         port = RealKube(str(self.selected.private_copy), timeout=15)
         # the port's own transport, behind the run's guard and log (kube.py is unchanged)
-        port._wire = GuardedTransport(port._transport(), self.client)  # type: ignore[assignment]
+        port._wire = GuardedTransport(port._transport(), self.client)
         self.reboot_phases(port)
         self.memory_phases(port)
 
@@ -699,17 +700,23 @@ class LiveRun:
         self.check("cleanup/nothing-left-behind", self.nothing_left)
 
     def delete_created(self) -> None:
-        failed = []
-        for what, path, uid in reversed(self.created):
-            status, out = self.client.call("DELETE", path, _delete_options(uid))
+        failed: list[str] = []
+
+        def delete(what: str, path: str, uid: str) -> None:
+            try:
+                status, out = self.client.call("DELETE", path, _delete_options(uid))
+            except Exception as exc:  # the next one is tried all the same
+                failed.append(f"{what}: {type(exc).__name__}: {exc}")
+                return
             if status not in (200, 202, 404):
                 failed.append(f"{what}: HTTP {status}: {message_of(out)[:200]}")
+
+        for what, path, uid in reversed(self.created):
+            delete(what, path, uid)
         # anything else in the run's own namespace (a create cut short by a signal)
         if self._namespace_uid or self.namespace_is_ours():
             for what, path, uid in namespace_objects(self.get, self.namespace):
-                status, out = self.client.call("DELETE", path, _delete_options(uid))
-                if status not in (200, 202, 404):
-                    failed.append(f"{what}: HTTP {status}: {message_of(out)[:200]}")
+                delete(what, path, uid)
         expect(not failed, "not deleted: " + "; ".join(failed))
 
     def namespace_is_ours(self) -> bool:
