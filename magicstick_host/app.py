@@ -73,6 +73,14 @@ class _Simulator:
                 import magicstick_host.sim.writer as writer
 
                 return writer
+            elif name == "systemd":
+                import magicstick_host.sim.systemd as systemd
+
+                return systemd
+            elif name == "clock":
+                import magicstick_host.sim.clock as clock
+
+                return clock
         except ImportError as exc:
             from magicstick_host.errors import BadInputError
 
@@ -270,6 +278,15 @@ def executor_runner(root: str, executor: str) -> CommandRunner:
     return runner
 
 
+def executor_clock(root: str, executor: str) -> Clock:
+    """real: this machine's clocks; sim: the simulated host's (its CLOCK_BOOTTIME may be ahead:
+    sim/clock.py). Called after executor_runner, which checked the root."""
+    if executor == "sim":
+        clock: Clock = simulator().clock.SimClock(root)
+        return clock
+    return RealClock()
+
+
 def build_tick_deps(
     *,
     root: str,
@@ -289,7 +306,7 @@ def build_tick_deps(
     return tick_deps(
         root=root,
         runner=runner,
-        clock=RealClock(),
+        clock=executor_clock(root, executor),
         # one instance per tick: its budget bounds all of the tick's Kubernetes I/O
         kube=RealKube(
             kubeconfig,

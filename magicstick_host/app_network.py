@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from magicstick_host.app import executor_runner
-from magicstick_host.ports.clock import RealClock
+from magicstick_host.app import executor_clock, executor_runner
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.static import TYPE_CHECKING
 
@@ -15,7 +14,8 @@ if TYPE_CHECKING:
 
 def rollback_deps(root: str, state_dir: str, executor: str) -> RollbackDeps:
     """The adapters of `network-rollback` and `network-recovery`: the host under `root`, the
-    trial's store in `state_dir`, netplan run for real (`--root /`) or by the simulator."""
+    trial's store in `state_dir`, netplan run for real (`--root /`) or by the simulator (and
+    then the simulated host's clocks)."""
     from magicstick_host.network.rollback import RollbackDeps
     from magicstick_host.network.trial_steps import TrialPorts
     from magicstick_host.ports.hostfs import HostReadError
@@ -29,5 +29,6 @@ def rollback_deps(root: str, state_dir: str, executor: str) -> RollbackDeps:
         except HostReadError:
             return None
 
-    ports = TrialPorts(root=root, state_dir=Path(state_dir), runner=runner, clock=RealClock())
+    ports = TrialPorts(root=root, state_dir=Path(state_dir), runner=runner,
+                       clock=executor_clock(root, executor))
     return RollbackDeps(ports=ports, boot_id=boot_id)

@@ -189,6 +189,10 @@ class Host:
     faults: list[str] = field(default_factory=list)  # fault injection points, later
     boot_count: int = 0
     boot_id: str = ""
+    # seconds the host's CLOCK_BOOTTIME is ahead of the real one: `sim fire-timers --elapse`
+    # lets the time pass until a transient timer is due (sim/clock.py); the wall clock stays
+    # the real one, which the apiserver shares
+    boottime_offset_s: float = 0.0
     # --- what the host shows ---
     hostname: str = "magicstick"
     os_release: dict[str, str] = field(default_factory=dict)  # values exactly as written

@@ -25,6 +25,7 @@ from pathlib import Path
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult
+from magicstick_host.sim.clock import boottime
 from magicstick_host.sim.effects_log import record
 from magicstick_host.sim.entries import Tree
 from magicstick_host.sim.model import Host
@@ -70,7 +71,8 @@ def run(root: Path, host: Host, args: tuple[str, ...]) -> CommandResult:
             write_host(host, root)
             record(root, host, f"netplan-{args[1]}", args, rc=result.returncode)
         return result
-    result = _systemd_run(net, args) if tool == "systemd-run" else _systemctl_stop(net, args)
+    result = (_systemd_run(net, args, boottime(host)) if tool == "systemd-run"
+              else _systemctl_stop(net, args))
     write_host(host, root)
     record(root, host, "timer-armed" if tool == "systemd-run" else "timer-stopped", args,
            rc=result.returncode)
@@ -218,7 +220,7 @@ def _netplan(net: SimNetwork, args: tuple[str, ...]) -> tuple[CommandResult, boo
 _ON_ACTIVE = LazyPattern(r"^--on-active=([0-9]+)s?$")
 
 
-def _systemd_run(net: SimNetwork, args: tuple[str, ...]) -> CommandResult:
+def _systemd_run(net: SimNetwork, args: tuple[str, ...], now_boottime: float) -> CommandResult:
     unit = next((a.removeprefix("--unit=") for a in args if a.startswith("--unit=")), "")
     seconds = next((int(m.group(1)) for a in args if (m := _ON_ACTIVE.match(a))), None)
     commands = [a for a in args[1:] if not a.startswith("--")]
@@ -228,6 +230,7 @@ def _systemd_run(net: SimNetwork, args: tuple[str, ...]) -> CommandResult:
         return _fail(args, 1, f"Failed to start transient timer unit: Unit {unit}.timer was "
                               "already loaded or has a fragment file.\n")
     net.timers[unit] = seconds
+    net.timers_due[unit] = now_boottime + seconds
     return _ok(args, f"Running timer as unit: {unit}.timer\nWill run service as unit: "
                      f"{unit}.service\n")
 
@@ -237,6 +240,7 @@ def _systemctl_stop(net: SimNetwork, args: tuple[str, ...]) -> CommandResult:
     if not args[2].endswith(".timer") or unit not in net.timers:
         return _fail(args, 5, f"Failed to stop {args[2]}: Unit {args[2]} not loaded.\n")
     del net.timers[unit]
+    net.timers_due.pop(unit, None)
     return _ok(args)
 
 
@@ -250,6 +254,7 @@ def boot_network(host: Host) -> None:
     if net is None:
         return
     net.timers = {}
+    net.timers_due = {}
     merged, _ = _generated(net)
     net.generated_json = json.dumps(merged) if merged is not None else ""
     net.applied_json = ""

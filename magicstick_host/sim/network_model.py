@@ -62,5 +62,7 @@ class SimNetwork:
     iw_installed: bool = True
     # transient timers armed by `systemd-run` (gone at a restart): unit -> seconds
     timers: dict[str, int] = field(default_factory=dict)
+    # when each one elapses: unit -> the host's CLOCK_BOOTTIME then (sim/clock.py)
+    timers_due: dict[str, float] = field(default_factory=dict)
     # faults: netplan-generate-fails | netplan-apply-fails | netplan-apply-times-out
     faults: list[str] = field(default_factory=list)
