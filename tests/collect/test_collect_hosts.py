@@ -107,7 +107,8 @@ def test_nvidia_host(tmp_path: Path) -> None:
     assert not ev.unknown("nvidia") and not ev.unknown("pci")
 
 
-@pytest.mark.parametrize(("code", "active"), [(0, True), (3, False), (127, None), (124, None), (OUTPUT_TOO_LARGE, None)])
+@pytest.mark.parametrize(("code", "active"), [
+    (0, True), (3, False), (127, None), (124, None), (OUTPUT_TOO_LARGE, None)])
 def test_persistenced_states(tmp_path: Path, code: int, active: bool | None) -> None:
     h = FakeHost(tmp_path)
     h.pci("0000:01:00.0", "10de", "2684", "030000", driver="nvidia")
