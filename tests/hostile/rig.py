@@ -66,35 +66,59 @@ def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+# Linux records a process's RSS high-water mark at exec from the memory it had before (fork
+# copies the parent's): measured straight from the test process (hundreds of MB after a 64 MiB
+# answer), every child would inherit that. A small launcher process runs the command instead and
+# reports its wait4 rusage: what it adds is its own few MB (LAUNCHER_RSS_BYTES at most).
+LAUNCHER = """
+import json, os, sys
+argv, report = json.loads(sys.argv[1]), sys.argv[2]
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execv(argv[0], argv)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as out:
+    json.dump({"status": status, "maxrss_kb": usage.ru_maxrss}, out)
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
 def run_cli(label: str, argv: list[str], env: Mapping[str, str] | None = None,
             limit_s: float = HARD_LIMIT_S, cwd: str | None = None) -> Run:
     """Run one command to its end (or kill its process group at `limit_s`), with its wall
-    time and peak RSS from wait4."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.monotonic()
-        proc = _POPEN(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                      env=dict(env) if env is not None else base_env(),
-                      start_new_session=True, cwd=cwd)
-        killed = False
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() - started > limit_s:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                killed = True
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.01)
-        wall = time.monotonic() - started
-        code = os.waitstatus_to_exitcode(status)
-        proc.returncode = code  # reaped here: Popen must not wait for it again
-        out.seek(0)
-        err.seek(0)
+    time and its peak RSS (wait4, through the launcher)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "rusage.json"
+        out_path, err_path = Path(scratch) / "out", Path(scratch) / "err"
+        with out_path.open("wb") as out, err_path.open("wb") as err:
+            started = time.monotonic()
+            proc = _POPEN([sys.executable, "-I", "-S", "-c", LAUNCHER, json.dumps(argv),
+                           str(report)], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                          env=dict(env) if env is not None else base_env(),
+                          start_new_session=True, cwd=cwd)
+            killed = False
+            while proc.poll() is None:
+                if time.monotonic() - started > limit_s:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    killed = True
+                    proc.wait()
+                    break
+                time.sleep(0.01)
+            wall = time.monotonic() - started
+        try:
+            measured = json.loads(report.read_text())
+            code = os.waitstatus_to_exitcode(measured["status"])
+            rss = int(measured["maxrss_kb"]) * 1024
+        except (OSError, ValueError):  # the launcher was killed with it
+            code, rss = -signal.SIGKILL, 0
         return Run(label=label, argv=list(argv), exit_code=code, wall_s=wall,
-                   maxrss_bytes=usage.ru_maxrss * 1024, stdout=out.read(),
-                   stderr=err.read().decode(errors="replace"), killed_at_limit=killed)
+                   maxrss_bytes=rss, stdout=out_path.read_bytes(),
+                   stderr=err_path.read_text(errors="replace"), killed_at_limit=killed)
 
 
 class Rig:
