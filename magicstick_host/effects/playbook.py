@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from magicstick_host.effects import EffectPorts
 
 HEARTBEAT_S = 30.0
+# the failed task is named in the log's last lines: a log of a run that flooded it (the runner
+# caps it at 128 MiB) is read from its end only
+LOG_TAIL_BYTES = 1024 * 1024
 # "TASK [prepare : Install the approved kernel packages] ****": the role prefix is dropped
 _TASK = LazyPattern(r"^TASK \[(?:[\w.-]+ : )?(?P<name>.*)\]")
 _FAILED = LazyPattern(r"^(fatal|failed): \[")
@@ -37,6 +40,17 @@ def failed_task(log_text: str) -> str | None:
         elif _FAILED.match(line):
             failed = current
     return failed
+
+
+def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
+    """The last `limit` bytes of a log, from a line start where it is cut."""
+    with open(path, "rb") as log:
+        size = log.seek(0, os.SEEK_END)
+        log.seek(max(0, size - limit))
+        data = log.read(limit)
+    if size > limit:
+        data = data[data.find(b"\n") + 1:]
+    return data.decode("utf-8", errors="replace")
 
 
 def write_vars(work_dir: Path, name: str, variables: dict[str, Any]) -> Path:
@@ -104,7 +118,7 @@ def run_playbook(
     if result.ok:
         return True, f"{playbook} succeeded (log {log_path})"
     try:
-        text = log_path.read_text(encoding="utf-8", errors="replace")
+        text = log_tail(log_path)
     except OSError:
         text = result.stdout + result.stderr
     task = failed_task(text)

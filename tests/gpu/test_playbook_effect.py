@@ -92,3 +92,19 @@ def test_a_crash_inside_the_runner_reaches_the_tick() -> None:
 
     with tempfile.TemporaryDirectory() as tmp, pytest.raises(SimulatedCrash):
         effect.run_playbook(ports(Path(tmp), Crashing(0, "", 0), []), "prepare.yml", "u", {})
+
+
+def test_a_flooded_log_is_read_from_its_end_only(tmp_path: Path) -> None:
+    """A run that wrote far more than the tail still names its failed task, and the reading
+    takes no more than the tail (a 128 MiB log must not be read whole into a tick)."""
+    log = tmp_path / "run.log"
+    flood = ("x" * 99 + "\n") * 40_000  # 4 MB of noise before the failure
+    log.write_text(flood + FAILED_LOG, encoding="utf-8")
+    tail = effect.log_tail(log, limit=64 * 1024)
+    assert len(tail.encode()) <= 64 * 1024
+    assert not tail.startswith("x" * 100)  # cut at a line start
+    assert effect.failed_task(tail) == "Install the approved kernel packages"
+    assert effect.log_tail(log) == effect.log_tail(log, limit=effect.LOG_TAIL_BYTES)
+    small = tmp_path / "small.log"
+    small.write_text(FAILED_LOG, encoding="utf-8")
+    assert effect.log_tail(small) == FAILED_LOG
