@@ -101,11 +101,14 @@ def _parse_document(path: str, memo: CommandMemo | None) -> Any:
     # the same bytes parse to the same document: the timer's ticks keep it in the runtime
     # directory (beside the root-only file it came from) and need no YAML parser
     key = f"{PARSE_VERSION}:{sha256_hex(raw)}"
-    found, remembered = recall_document(memo, key)
+    # it holds the client key and the token: sealed with these bytes (domain/memo_trust.py),
+    # so an edited memo that kept its key is not used, and only a reader of this file can
+    # write one that is
+    found, remembered = recall_document(memo, key, source=raw)
     if found:
         return remembered
     doc = _parse_yaml(path, raw)
-    remember_document(memo, key, doc)
+    remember_document(memo, key, doc, source=raw)
     return doc
 
 
