@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -315,3 +316,25 @@ def test_the_log_memory_is_best_effort(tmp_path: Path) -> None:
     assert memory.load() == {}
     LogMemory(tmp_path / "gone").save({"k": "v"})  # cannot be written: nothing is raised
     assert LogMemory(None).load() == {} and not LogMemory(None).enabled
+
+
+def test_the_log_memory_trusts_only_what_the_worker_wrote(tmp_path: Path) -> None:
+    """A planted memory (another owner, a mode others can write, a directory others can write)
+    is ignored: it cannot silence a condition the ticks must log."""
+    from magicstick_host.ports.log_memory import FILE_NAME, LogMemory
+
+    LogMemory(tmp_path).save({"blocked": "state unreadable"})
+    memo = tmp_path / FILE_NAME
+    assert memo.stat().st_mode & 0o777 == 0o600
+    assert LogMemory(tmp_path).load() == {"blocked": "state unreadable"}
+    os.chown(memo, 65534, 65534)
+    assert LogMemory(tmp_path).load() == {}
+    os.chown(memo, 0, 0)
+    memo.chmod(0o666)
+    assert LogMemory(tmp_path).load() == {}
+    memo.chmod(0o600)
+    tmp_path.chmod(0o777)
+    assert LogMemory(tmp_path).load() == {}
+    LogMemory(tmp_path).save({"k": "v"})  # nor written into such a directory
+    tmp_path.chmod(0o700)
+    assert LogMemory(tmp_path).load() == {"blocked": "state unreadable"}

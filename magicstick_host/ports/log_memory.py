@@ -11,21 +11,27 @@ cannot be read or written only makes the ticks say things again, it never stops 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from pathlib import Path
 
 from magicstick_host.domain.strict_json import loads_strict
+from magicstick_host.ports.command_memo import FileCommandMemo
 
 RUNTIME_DIRECTORY_ENV = "RUNTIME_DIRECTORY"
 FILE_NAME = "logged-conditions.json"
 MAX_BYTES = 64 * 1024
+# one memo file under the rules of every memo (ports/command_memo.py: a root-owned directory
+# no one else can write, the file root 0600, checked on the open descriptors): a planted or
+# foreign file is ignored, which only makes the ticks say things again
+KEY = "logged-conditions"
 
 
 class LogMemory:
     def __init__(self, directory: Path | None) -> None:
         self.path = directory / FILE_NAME if directory is not None else None
+        self._memo = (FileCommandMemo(self.path, max_age_s=float("inf"))
+                      if self.path is not None else None)
 
     @staticmethod
     def from_environment() -> LogMemory:
@@ -39,20 +45,11 @@ class LogMemory:
         return self.path is not None
 
     def load(self) -> dict[str, str]:
-        if self.path is None:
+        text = self._memo.recall(KEY) if self._memo is not None else None
+        if text is None or len(text) > MAX_BYTES:
             return {}
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            return {}
-        try:
-            data = os.read(fd, MAX_BYTES + 1)
-        except OSError:
-            return {}
-        finally:
-            os.close(fd)
-        try:
-            doc = loads_strict(data)
+            doc = loads_strict(text.encode("utf-8", "surrogatepass"))
         except ValueError:
             return {}
         if not isinstance(doc, dict):
@@ -60,16 +57,5 @@ class LogMemory:
         return {str(k): v for k, v in doc.items() if isinstance(v, str)}
 
     def save(self, conditions: dict[str, str]) -> None:
-        if self.path is None:
-            return
-        temp = self.path.with_name(f".{FILE_NAME}.{os.urandom(4).hex()}")
-        try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            try:
-                os.write(fd, json.dumps(conditions, sort_keys=True).encode("utf-8"))
-            finally:
-                os.close(fd)
-            os.replace(temp, self.path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                temp.unlink(missing_ok=True)
+        if self._memo is not None:  # best effort, as every memo
+            self._memo.remember(KEY, json.dumps(conditions, sort_keys=True))
