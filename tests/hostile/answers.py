@@ -47,9 +47,10 @@ TARGETS: dict[str, Matcher | None] = {
 }
 
 
-def pick_target(rng: random.Random) -> tuple[str, Matcher | None, int]:
-    name = rng.choice(sorted(TARGETS))
-    at = rng.randrange(3) if name == "nth" else 0
+def pick_target(rng: random.Random, canonical: bool) -> tuple[str, Matcher | None, int]:
+    """Which request is hit; a canonical case hits the tick's first request (its Node GET)."""
+    name = "nth" if canonical else rng.choice(sorted(TARGETS))
+    at = rng.randrange(3) if name == "nth" and not canonical else 0
     return name, TARGETS[name], at
 
 
@@ -108,28 +109,28 @@ def _inject(real: bytes, member: bytes) -> bytes:
     return b"{" + member + (b"," if not inner.startswith(b"}") else b"") + inner
 
 
-BodyMaker = Callable[[random.Random, bytes], tuple[bytes, str]]
+BodyMaker = Callable[[random.Random, bytes, bool], tuple[bytes, str]]
 
 
-def _deep_open(rng: random.Random, real: bytes) -> tuple[bytes, str]:
-    n = 200_000 if rng.random() < 0.5 else rng.randrange(2_000, 200_000)
-    opener = rng.choice([b"[", b'{"a":', b'[{"a":'])
+def _deep_open(rng: random.Random, real: bytes, canonical: bool) -> tuple[bytes, str]:
+    n = 200_000 if canonical or rng.random() < 0.5 else rng.randrange(2_000, 200_000)
+    opener = b"[" if canonical else rng.choice([b"[", b'{"a":', b'[{"a":'])
     return opener * n, f"{opener.decode()!r} x {n}"
 
 
-def _deep_closed(rng: random.Random, real: bytes) -> tuple[bytes, str]:
-    n = rng.choice([2_000, 10_000, rng.randrange(1_000, 100_000)])
+def _deep_closed(rng: random.Random, real: bytes, canonical: bool) -> tuple[bytes, str]:
+    n = 2_000 if canonical else rng.choice([2_000, 10_000, rng.randrange(1_000, 100_000)])
     return _deep_value(rng, n), f"a closed value nested {n} levels"
 
 
-def _deep_inside(rng: random.Random, real: bytes) -> tuple[bytes, str]:
-    n = rng.choice([2_000, 5_000, rng.randrange(1_000, 50_000)])
+def _deep_inside(rng: random.Random, real: bytes, canonical: bool) -> tuple[bytes, str]:
+    n = 2_000 if canonical else rng.choice([2_000, 5_000, rng.randrange(1_000, 50_000)])
     return _inject(real, b'"hostile":' + _deep_value(rng, n)), \
         f"the real object with a member nested {n} levels"
 
 
-def _huge(rng: random.Random, real: bytes) -> tuple[bytes, str]:
-    how = rng.choice(["string", "whitespace", "array"])
+def _huge(rng: random.Random, real: bytes, canonical: bool) -> tuple[bytes, str]:
+    how = "string" if canonical else rng.choice(["string", "whitespace", "array"])
     if how == "string":
         pad = b'"pad":"' + b"x" * (HUGE_BODY - len(real) - 10) + b'"'
         return _inject(real, pad), "64 MiB: the real object with a 64 MiB string"
@@ -140,13 +141,14 @@ def _huge(rng: random.Random, real: bytes) -> tuple[bytes, str]:
         f"64 MiB: the real object with an array of {count} numbers"
 
 
-def _truncated(rng: random.Random, real: bytes) -> tuple[bytes, str]:
+def _truncated(rng: random.Random, real: bytes, canonical: bool) -> tuple[bytes, str]:
     cut = rng.randrange(1, max(2, len(real)))
     return real[:cut], f"the real answer cut after {cut} of {len(real)} bytes"
 
 
-def _non_utf8(rng: random.Random, real: bytes) -> tuple[bytes, str]:
-    how = rng.choice(["invalid-bytes", "utf-16", "latin-1", "lone-surrogate"])
+def _non_utf8(rng: random.Random, real: bytes, canonical: bool) -> tuple[bytes, str]:
+    how = "invalid-bytes" if canonical else rng.choice(["invalid-bytes", "utf-16", "latin-1",
+                                                         "lone-surrogate"])
     if how == "utf-16":
         return real.decode("utf-8", "replace").encode("utf-16"), "the real answer in UTF-16"
     if how == "latin-1":
@@ -160,13 +162,14 @@ def _non_utf8(rng: random.Random, real: bytes) -> tuple[bytes, str]:
     return real[:at] + junk + real[at:], f"{len(junk)} invalid UTF-8 bytes inside a string"
 
 
-def _not_an_object(rng: random.Random, real: bytes) -> tuple[bytes, str]:
-    body = rng.choice([b"[" + real + b"]", b"[]", b'"a string"', b"null", b"42", b"true",
-                       b"1e999", b"NaN", b"-Infinity", b""])
+def _not_an_object(rng: random.Random, real: bytes, canonical: bool) -> tuple[bytes, str]:
+    choices = [b"[" + real + b"]", b"[]", b'"a string"', b"null", b"42", b"true", b"1e999",
+               b"NaN", b"-Infinity", b""]
+    body = choices[0] if canonical else rng.choice(choices)
     return body, f"{body[:40]!r}{'...' if len(body) > 40 else ''} instead of an object"
 
 
-def _duplicate_keys(rng: random.Random, real: bytes) -> tuple[bytes, str]:
+def _duplicate_keys(rng: random.Random, real: bytes, canonical: bool) -> tuple[bytes, str]:
     """A duplicate of a key before the genuine one: a last-wins reader (Python's, Go's) reads the
     truth, a strict one refuses, a first-wins one would read the junk."""
     try:
@@ -184,7 +187,7 @@ def _duplicate_keys(rng: random.Random, real: bytes) -> tuple[bytes, str]:
         (" (50,000 times)" if many else "")
 
 
-def _wrong_types(rng: random.Random, real: bytes) -> tuple[bytes, str]:
+def _wrong_types(rng: random.Random, real: bytes, canonical: bool) -> tuple[bytes, str]:
     try:
         doc = json.loads(real)
     except ValueError:
@@ -206,8 +209,8 @@ BODY_MAKERS: dict[str, BodyMaker] = {
 }
 
 
-def body_plan(kind: str, rng: random.Random) -> Plan:
-    target, match, at = pick_target(rng)
+def body_plan(kind: str, rng: random.Random, canonical: bool = False) -> Plan:
+    target, match, at = pick_target(rng, canonical)
     rest = rng.random() < 0.4
     chunked = rng.random() < 0.3
     status = rng.choice(["200 OK"] * 4 + ["201 Created"])
@@ -215,7 +218,7 @@ def body_plan(kind: str, rng: random.Random) -> Plan:
     label: list[str] = []
 
     def answer(request: Message, upstream: Message | None) -> Iterator[bytes]:
-        body, what = BODY_MAKERS[kind](rng, real_body(upstream))
+        body, what = BODY_MAKERS[kind](rng, real_body(upstream), canonical)
         if not label:
             label.append(what)
         yield from framed(body, status=status, chunked=chunked)
@@ -227,16 +230,19 @@ def body_plan(kind: str, rng: random.Random) -> Plan:
 
 # -- malformed heads --------------------------------------------------------------------------
 
-HeadMaker = Callable[[random.Random, bytes], tuple[Iterator[bytes], str]]
+Raw = tuple[Iterator[bytes], str]  # the bytes the worker gets, and what they are
+HeadMaker = Callable[[random.Random, bytes, bool], Raw]
 
 
 def _once(*parts: bytes) -> Iterator[bytes]:
     yield from parts
 
 
-def _status_superscript(rng: random.Random, real: bytes) -> tuple[Iterator[bytes], str]:
-    code = rng.choice(["\u00b200", "2\u00b20", "\u00b9\u00b2\u00b3", "\u0662\u0660\u0660"])
-    encoding = rng.choice(["latin-1", "utf-8"]) if code.isascii() is False else "latin-1"
+def _status_superscript(rng: random.Random, real: bytes, canonical: bool) -> Raw:
+    # "²00" as the one byte 0xB2: three characters that str.isdigit() accepts and int() refuses
+    code = "\u00b200" if canonical else rng.choice(["\u00b200", "2\u00b20", "\u00b9\u00b2\u00b3",
+                                                    "\u0662\u0660\u0660"])
+    encoding = "latin-1" if canonical else rng.choice(["latin-1", "utf-8"])
     try:
         line = f"HTTP/1.1 {code} OK\r\n".encode(encoding)
     except UnicodeEncodeError:
@@ -246,26 +252,28 @@ def _status_superscript(rng: random.Random, real: bytes) -> tuple[Iterator[bytes
     return _once(line + rest + real), f"status line 'HTTP/1.1 {code} OK' in {encoding}"
 
 
-def _status_odd_code(rng: random.Random, real: bytes) -> tuple[Iterator[bytes], str]:
+def _status_odd_code(rng: random.Random, real: bytes, canonical: bool) -> Raw:
     line = rng.choice(["HTTP/1.1 099 Early", "HTTP/1.1 000 Zero", "HTTP/1.1 600 Beyond",
                        "HTTP/1.1 2000 OK", "HTTP/1.1 20 OK", "HTTP/1.1 -20 OK",
                        "HTTP/1.1 +20 OK", "HTTP/2 200 OK", "ICY 200 OK", "HTTP/1.1 2OO OK",
                        "\x16\x03\x01\x00\x05"])
-    if rng.random() < 0.5:
+    if canonical or rng.random() < 0.5:
         line = "HTTP/1.1 099 Early"
     head_ = f"{line}\r\nContent-Type: application/json\r\nContent-Length: {len(real)}\r\n\r\n"
     return _once(head_.encode("latin-1") + real), f"status line {line!r}"
 
 
-def _status_no_reason(rng: random.Random, real: bytes) -> tuple[Iterator[bytes], str]:
-    line = rng.choice(["HTTP/1.1 200", "HTTP/1.1 200 ", "HTTP/1.1 200\t"])
+def _status_no_reason(rng: random.Random, real: bytes, canonical: bool) -> Raw:
+    line = "HTTP/1.1 200" if canonical else rng.choice(["HTTP/1.1 200", "HTTP/1.1 200 ",
+                                                         "HTTP/1.1 200\t"])
     head_ = f"{line}\r\nContent-Type: application/json\r\nContent-Length: {len(real)}\r\n\r\n"
     return _once(head_.encode("latin-1") + real), f"status line {line!r} (no reason phrase)"
 
 
-def _cl_superscript(rng: random.Random, real: bytes) -> tuple[Iterator[bytes], str]:
-    value = rng.choice(["\u00b9", "\u00b2\u00b3", "\u0661", f"{len(real)}\u00b9"])
-    encoding = rng.choice(["latin-1", "utf-8"])
+def _cl_superscript(rng: random.Random, real: bytes, canonical: bool) -> Raw:
+    value = "\u00b9" if canonical else rng.choice(["\u00b9", "\u00b2\u00b3", "\u0661",
+                                                  f"{len(real)}\u00b9"])
+    encoding = "latin-1" if canonical else rng.choice(["latin-1", "utf-8"])
     try:
         field = f"Content-Length: {value}\r\n".encode(encoding)
     except UnicodeEncodeError:
@@ -275,22 +283,25 @@ def _cl_superscript(rng: random.Random, real: bytes) -> tuple[Iterator[bytes], s
                  + real), f"Content-Length: {value!r} in {encoding}"
 
 
-def _cl_negative(rng: random.Random, real: bytes) -> tuple[Iterator[bytes], str]:
-    value = rng.choice(["-1", f"-{len(real)}", "-0", "-99999999999999999999", " -5 "])
+def _cl_negative(rng: random.Random, real: bytes, canonical: bool) -> Raw:
+    choices = ["-1", f"-{len(real)}", "-0", "-99999999999999999999", " -5 "]
+    value = choices[0] if canonical else rng.choice(choices)
     return _once(head(length=None, headers=[("Content-Length", value)]) + real), \
         f"Content-Length: {value!r}"
 
 
-def _cl_huge(rng: random.Random, real: bytes) -> tuple[Iterator[bytes], str]:
-    value = rng.choice([str(2**63), str(2**64 + 1), "9" * 40, str(64 * MIB), str(10**12),
-                        f"{len(real)}, {len(real) + 1}"])
+def _cl_huge(rng: random.Random, real: bytes, canonical: bool) -> Raw:
+    choices = [str(2**63), str(2**64 + 1), "9" * 40, str(64 * MIB), str(10**12),
+               f"{len(real)}, {len(real) + 1}"]
+    value = choices[0] if canonical else rng.choice(choices)
     return _once(head(headers=[("Content-Length", value)]) + real), \
         f"Content-Length: {value} with {len(real)} body bytes, then the connection closes"
 
 
-def _chunked_bad(rng: random.Random, real: bytes) -> tuple[Iterator[bytes], str]:
-    size = rng.choice(["zz", "-5", "0x10", "F" * 20, "\u00b9", "1;" + "a" * 70_000, "",
-                       "+10", " 1 0", "big-then-close", "no-crlf"])
+def _chunked_bad(rng: random.Random, real: bytes, canonical: bool) -> Raw:
+    choices = ["zz", "-5", "0x10", "F" * 20, "\u00b9", "1;" + "a" * 70_000, "", "+10", " 1 0",
+               "big-then-close", "no-crlf"]
+    size = choices[0] if canonical else rng.choice(choices)
     h = head(headers=[("Transfer-Encoding", "chunked")])
     if size == "big-then-close":
         return _once(h + f"{len(real) * 4:x}\r\n".encode() + real), \
@@ -302,30 +313,31 @@ def _chunked_bad(rng: random.Random, real: bytes) -> tuple[Iterator[bytes], str]
         f"chunk size {size[:20]!r}{'...' if len(size) > 20 else ''}"
 
 
-def _header_1mib(rng: random.Random, real: bytes) -> tuple[Iterator[bytes], str]:
-    n = rng.choice([MIB, MIB + rng.randrange(1, 1000), 4 * MIB])
+def _header_1mib(rng: random.Random, real: bytes, canonical: bool) -> Raw:
+    n = MIB if canonical else rng.choice([MIB, MIB + rng.randrange(1, 1000), 4 * MIB])
     value = b"a" * n
     return _once(b"HTTP/1.1 200 OK\r\nX-Junk: " + value + b"\r\n"
                  + f"Content-Type: application/json\r\nContent-Length: {len(real)}\r\n\r\n"
                  .encode() + real), f"a header line of {n} bytes"
 
 
-def _headers_10k(rng: random.Random, real: bytes) -> tuple[Iterator[bytes], str]:
-    n = rng.choice([10_000, rng.randrange(101, 100_000)])
+def _headers_10k(rng: random.Random, real: bytes, canonical: bool) -> Raw:
+    n = 10_000 if canonical else rng.choice([10_000, rng.randrange(101, 100_000)])
     many = b"".join(b"X-H%d: v\r\n" % i for i in range(n))
     return _once(b"HTTP/1.1 200 OK\r\n" + many
                  + f"Content-Type: application/json\r\nContent-Length: {len(real)}\r\n\r\n"
                  .encode() + real), f"{n} header lines"
 
 
-def _closed_mid_headers(rng: random.Random, real: bytes) -> tuple[Iterator[bytes], str]:
+def _closed_mid_headers(rng: random.Random, real: bytes, canonical: bool) -> Raw:
     full = head(length=len(real))
     cut = rng.randrange(1, len(full) - 2)
     return _once(full[:cut]), f"the connection closed after {cut} bytes of the head"
 
 
-def _endless_interim(rng: random.Random, real: bytes) -> tuple[Iterator[bytes], str]:
-    line = rng.choice([b"HTTP/1.1 100 Continue\r\n\r\n", b"HTTP/1.1 102 Processing\r\n\r\n",
+def _endless_interim(rng: random.Random, real: bytes, canonical: bool) -> Raw:
+    line = b"HTTP/1.1 100 Continue\r\n\r\n" if canonical else rng.choice([
+                      b"HTTP/1.1 100 Continue\r\n\r\n", b"HTTP/1.1 102 Processing\r\n\r\n",
                        b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"])
 
     def stream() -> Iterator[bytes]:
@@ -345,14 +357,14 @@ HEAD_MAKERS: dict[str, HeadMaker] = {
 }
 
 
-def head_plan(kind: str, rng: random.Random) -> Plan:
-    target, match, at = pick_target(rng)
+def head_plan(kind: str, rng: random.Random, canonical: bool = False) -> Plan:
+    target, match, at = pick_target(rng, canonical)
     # an endless stream holds one request until the worker's deadline: once, not for all
     rest = kind != "endless-interim" and rng.random() < 0.4
     label: list[str] = []
 
     def answer(request: Message, upstream: Message | None) -> Iterator[bytes]:
-        pieces, what = HEAD_MAKERS[kind](rng, real_body(upstream))
+        pieces, what = HEAD_MAKERS[kind](rng, real_body(upstream), canonical)
         if not label:
             label.append(what)
         yield from pieces

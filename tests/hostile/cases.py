@@ -4,7 +4,8 @@ Each family has a list of kinds (the inputs the issue names: `[`x200000, `HTTP/1
 that forks a grandchild, ...). Its cases are numbered across the seeds; case j is kind
 `j % len(kinds)` with every other parameter (sizes, depths, which request is hit, for how long,
 which tool) drawn from `random.Random(f"{family}:{seed}:{index}")`. With the default seeds and
-counts every kind runs at least once in CI; more cases draw more parameters.
+counts every kind runs at least once in CI, and its first case (`canonical`) takes the input
+exactly as the issue names it; more cases draw more parameters.
 
 - MAGICSTICK_HOSTILE_SEED: one seed or a comma-separated list (default: DEFAULT_SEEDS);
 - MAGICSTICK_HOSTILE_CASES: cases per family and seed (default: each family's own count,
@@ -45,6 +46,9 @@ class Case:
     kind: str
     seed: int
     index: int  # within the seed
+    # the kind's first case of the run: it takes the input exactly as the issue names it
+    # (`[` x 200000, `HTTP/1.1 ²00` as one byte, 2000 levels, 100k keys); later ones draw
+    canonical: bool = False
 
     @property
     def id(self) -> str:
@@ -67,7 +71,7 @@ def generate(family: str, kinds: Sequence[str], default_per_seed: int) -> list[C
     j = 0
     for seed in seeds():
         for index in range(per_seed):
-            out.append(Case(family, kinds[j % len(kinds)], seed, index))
+            out.append(Case(family, kinds[j % len(kinds)], seed, index, j < len(kinds)))
             j += 1
     return out
 

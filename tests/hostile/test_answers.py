@@ -51,7 +51,7 @@ def reboot_through(make_rig: Callable[..., Rig], case: Case, plan: Plan) -> None
 
 @cases.parametrize("answers", BODY_KINDS, 3)
 def test_hostile_answer_bodies(case: Case, make_rig: Callable[..., Rig]) -> None:
-    reboot_through(make_rig, case, body_plan(case.kind, case.rng()))
+    reboot_through(make_rig, case, body_plan(case.kind, case.rng(), case.canonical))
 
 
 @cases.parametrize("http", (*HEAD_KINDS, "http-scheme"), 4)
@@ -59,7 +59,7 @@ def test_malformed_http(case: Case, make_rig: Callable[..., Rig], tmp_path: Path
     if case.kind == "http-scheme":
         plain_http_kubeconfig(case, make_rig, tmp_path)
         return
-    reboot_through(make_rig, case, head_plan(case.kind, case.rng()))
+    reboot_through(make_rig, case, head_plan(case.kind, case.rng(), case.canonical))
 
 
 def plain_http_kubeconfig(case: Case, make_rig: Callable[..., Rig], tmp_path: Path) -> None:

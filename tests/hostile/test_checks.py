@@ -154,3 +154,28 @@ def test_a_leftover_process_is_found_by_its_marker() -> None:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     assert proc.pid not in processes_with(marker)
+
+
+def test_the_first_case_of_a_kind_is_the_input_the_issue_names() -> None:
+    from tests.hostile.cases import Case
+    from tests.soak.httpio import Message
+
+    request = Message(b"GET /api/v1/nodes/x HTTP/1.1\r\n\r\n", "GET /api/v1/nodes/x HTTP/1.1",
+                      {})
+
+    def made(plan_of: object, kind: str) -> bytes:
+        plan = plan_of(kind, Case("x", kind, 1, 0, True).rng(), True)  # type: ignore[operator]
+        assert plan.match is None and plan.at == 0  # the tick's first request
+        pieces = plan.answer(request, None)
+        return b"".join(next(pieces) for _ in range(3)) if kind == "endless-interim" \
+            else b"".join(pieces)
+
+    assert made(body_plan, "deep-open").endswith(b"\r\n\r\n" + b"[" * 200_000)
+    assert made(head_plan, "status-superscript").startswith(b"HTTP/1.1 \xb200 OK\r\n")
+    assert made(head_plan, "status-odd-code").startswith(b"HTTP/1.1 099 ")
+    assert made(head_plan, "status-no-reason").startswith(b"HTTP/1.1 200\r\n")
+    assert b"\r\nContent-Length: \xb9\r\n" in made(head_plan, "cl-superscript")
+    assert b"\r\nContent-Length: -1\r\n" in made(head_plan, "cl-negative")
+    assert b"\r\nX-Junk: " + b"a" * 2**20 + b"\r\n" in made(head_plan, "header-1mib")
+    assert made(head_plan, "headers-10k").count(b"\r\nX-H") == 10_000
+    assert made(head_plan, "endless-interim").startswith(b"HTTP/1.1 100 Continue\r\n\r\n" * 3)

@@ -163,12 +163,12 @@ def test_hostile_cluster_objects(case: Case, make_rig: Callable[..., Rig]) -> No
             return
         rig.boot()
         if in_status:
-            value, what = hostile_value(case.kind, rng, first=case.index == 0)
+            value, what = hostile_value(case.kind, rng, first=case.canonical)
             plant_in_status(rig, value, rng)
             verdict.note(f"the HostOperation's status holds a member {what} "
                          f"({len(value)} bytes as JSON)")
         else:
-            verdict.note(plant_models(rig, case.kind, rng, ns, first=case.index == 0))
+            verdict.note(plant_models(rig, case.kind, rng, ns, first=case.canonical))
         rig.tick("tick-2 (hostile objects)", {0, 5})
         read = [e for e in rig.proxy.requests_of("tick-2 (hostile objects)")
                 if e.method == "GET" and e.upstream_status == 200 and (

@@ -210,10 +210,11 @@ def test_misbehaving_tools(case: Case, make_rig: Callable[..., Rig], tmp_path: P
     rig.proxy.guard = keep_idle(rig.node_name)
     marker = f"hostile-tools-{secrets.token_hex(6)}"
     tools = tmp_path / marker
-    target = rng.choice(TARGETS)
+    target = TARGETS[0] if case.canonical else rng.choice(TARGETS)
     mode = case.kind
     if mode == "sigsegv":
-        mode = "signal-" + rng.choice(["SIGSEGV", "SIGSEGV", "SIGBUS", "SIGABRT", "SIGKILL"])
+        mode = "signal-" + ("SIGSEGV" if case.canonical else
+                            rng.choice(["SIGSEGV", "SIGBUS", "SIGABRT", "SIGKILL"]))
     write_tools(tools, {target: mode})
     verdict.note(f"{target} does {mode}; tools in {tools}")
     state_dir, runtime = tmp_path / "state", tmp_path / "runtime"
