@@ -9,13 +9,31 @@ socket timeouts, or with the process.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 from magicstick_host.errors import KubeConfigError, KubeTemporaryError
+from magicstick_host.ports.kube_http import MAX_BODY_BYTES
 from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
+
+
+def _bounded_body(response: Any) -> bytes:
+    """The answer's body, read no further than the lean transport's limit: the urllib3 answer
+    is not preloaded (the older client: `_preload_content=False`; the newer one wraps it in a
+    RESTResponse as `.response`), so a hostile 1 GB body is cut, not held in memory."""
+    stream = getattr(response, "response", response)
+    if not hasattr(stream, "read"):
+        data = bytes(getattr(stream, "data", b"") or b"")
+    else:
+        data = bytes(stream.read(MAX_BODY_BYTES + 1) or b"")
+    if len(data) > MAX_BODY_BYTES:
+        with contextlib.suppress(Exception):
+            stream.release_conn()
+        raise KubeTemporaryError(f"the answer is larger than {MAX_BODY_BYTES} bytes")
+    return data
 
 
 class OfficialTransport:
@@ -98,7 +116,7 @@ class OfficialTransport:
         headers = {"Accept": accept, "Content-Type": content_type}
         try:
             response = self._call(api, method, path, headers, body, query, timeout)
-            raw = response.read() if hasattr(response, "read") else response.data
+            raw = _bounded_body(response)
             status = int(response.status)
         except ApiException as exc:
             # the older client raises for every non-2xx answer; the newer one returns it

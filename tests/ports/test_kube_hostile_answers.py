@@ -157,3 +157,21 @@ def test_an_http_server_is_refused_before_any_byte_is_sent(
     assert "is not an https:// URL" in str(caught.value)
     assert "TLS" in str(caught.value)
     assert accepted == 0 and b"s3cret-token" not in received
+
+
+def test_the_official_transport_reads_no_more_than_the_limit_of_a_huge_body() -> None:
+    """A hostile server's endless body is cut at the limit (+1 byte to see it is over), not
+    read whole into the tick's memory, for both shapes the two client lines return."""
+    from magicstick_host.ports import kube_official
+    from magicstick_host.ports.kube_http import MAX_BODY_BYTES
+
+    class Wrapped:  # the newer client: a RESTResponse over the urllib3 answer
+        def __init__(self, stream: io.BytesIO) -> None:
+            self.response = stream
+
+    for shape in (lambda s: s, Wrapped):
+        stream = io.BytesIO(b" " * (MAX_BODY_BYTES + 4096))
+        with pytest.raises(KubeTemporaryError, match="larger than"):
+            kube_official._bounded_body(shape(stream))
+        assert stream.tell() == MAX_BODY_BYTES + 1
+    assert kube_official._bounded_body(io.BytesIO(b"{}")) == b"{}"
