@@ -240,17 +240,17 @@ def next_trial_step(
                              trial.deadline.wall if trial.deadline else "")
 
 
-UNCERTAIN_APPLY = ("had no recorded outcome (the worker stopped during `netplan apply`) and "
-                   "is never kept")
+UNCERTAIN_APPLY = ("had no recorded outcome (the worker stopped while applying it with "
+                   "`netplan apply`) and is never kept")
 
 
 def uncertain_apply_message(trial: TrialRecord, *, confirmed: bool) -> str:
     """While an apply without a recorded outcome waits for its rollback (network.md)."""
     deadline = trial.deadline.wall if trial.deadline else "its deadline"
     said = " The confirmation was received, but it cannot keep this change." if confirmed else ""
-    return (f"The worker stopped during `netplan apply`, so the outcome of the network change "
-            f"is unknown: the change will be rolled back at {deadline}; a confirmation cannot "
-            f"keep it.{said} Create a new request afterwards if it is still wanted.")
+    return (f"The worker stopped while applying the network change (`netplan apply`), so its "
+            f"outcome is unknown: the change will be rolled back at {deadline}; a confirmation "
+            f"cannot keep it.{said} Create a new request afterwards if it is still wanted.")
 
 
 def _awaiting(trial: TrialRecord, problems: list[str], confirmation: str | None,

@@ -199,9 +199,9 @@ DEADLINE_MESSAGE = (
     "was restored (netplan generate and apply). Nothing else was changed."
 )
 UNCERTAIN_APPLY_DEADLINE_MESSAGE = (
-    "The network change had no recorded outcome (the worker stopped during `netplan apply`) "
-    "and is never kept, confirmed or not; at its deadline the previous configuration was "
-    "restored (netplan generate and apply). Nothing else was changed."
+    "The network change had no recorded outcome (the worker stopped while applying it with "
+    "`netplan apply`) and is never kept, confirmed or not; at its deadline the previous "
+    "configuration was restored (netplan generate and apply). Nothing else was changed."
 )
 BOOT_MESSAGE = (
     "The host restarted during the network trial; the previous configuration was restored "

@@ -1,4 +1,5 @@
-"""`sim boot`: the simulated host starts again (after its scheduled shutdown, or a power loss).
+"""The simulated host starts again (after its scheduled shutdown, or a power loss). `sim boot`
+runs this, then what systemd does at boot on a host with a network (sim/systemd.py).
 
 A boot is a function of the tree and host.json only. It gives a new boot ID and:
 - empties /run (a tmpfs), whoever put files there: the scheduled shutdown,

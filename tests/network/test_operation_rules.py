@@ -16,6 +16,7 @@ from magicstick_host.domain.network_operation import (
     SCAN,
     ApplyWithDeadline,
     AwaitConfirmation,
+    AwaitRollback,
     Begin,
     Ended,
     Keep,
@@ -137,8 +138,14 @@ def test_the_stages_go_forward_one_step_at_a_time() -> None:
     assert isinstance(step(record("generating")), ApplyWithDeadline)
     waiting = step(record("awaiting", deadline=DEADLINE))
     assert isinstance(waiting, AwaitConfirmation) and waiting.deadline_wall == DEADLINE.wall
-    # an apply whose outcome was lost is never run again: the deadline decides
-    assert isinstance(step(record("applying", deadline=DEADLINE)), AwaitConfirmation)
+    # an apply whose outcome was lost is never run again, nor kept (so no confirmation is
+    # asked for, and one given changes nothing): the deadline decides
+    for confirmation in (None, REQUEST):
+        lost = step(record("applying", deadline=DEADLINE), confirmation=confirmation)
+        assert isinstance(lost, AwaitRollback)
+        assert f"rolled back at {DEADLINE.wall}; a confirmation cannot keep it" in lost.message
+    late = step(record("applying", deadline=DEADLINE), confirmation=REQUEST, boottime=281.0)
+    assert isinstance(late, RestoreNow) and late.apply and "netplan apply" in late.message
 
 
 def test_confirmation_keeps_only_when_every_check_holds() -> None:
