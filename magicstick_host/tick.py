@@ -342,8 +342,6 @@ class Tick:
             run.step, run.inputs, self.effect_ports(state, ev, cluster), op.request_uid
         )
         self.d.crash(f"after-effect:{run.step}")
-        if not ok:
-            self.problems.append(EffectError(f"{op.action} {run.step}: {detail}"))
         after = self.d.clock.now()
         done = lifecycle.finish_step(
             intent,
@@ -354,6 +352,10 @@ class Tick:
             wall=after.wall,
             boottime=after.boottime,
         )
+        # a step that refuses the request before any change on the host (the network request's
+        # Secret) ends Rejected, as intake's refusals do: no failed effect to exit with
+        if not ok and done.phase is not Phase.REJECTED:
+            self.problems.append(EffectError(f"{op.action} {run.step}: {detail}"))
         return self.save(self.record_end(state, done), f"outcome:{run.step}", ev, after)
 
     def effect_ports(self, state: State, ev: Evidence, cluster: ClusterView) -> EffectPorts:

@@ -23,6 +23,7 @@ from magicstick_host.domain.network_evidence import (
 )
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.netplan import netplan_network
+from magicstick_host.domain.text import clip_message
 from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass, field
 from magicstick_host.static import TYPE_CHECKING
@@ -380,13 +381,13 @@ def network_section(
         why = key_problem or "the network id key is not available"
         return {
             "supported": False,
-            "message": f"Network settings cannot be changed here: {why}"[:2048],
+            "message": clip_message(f"Network settings cannot be changed here: {why}"),
             "interfaces": [{**i, "editable": False} for i in interfaces],
             "id": sha256_hex({"kind": f"{ID_KIND}-unkeyed", "snapshot": "unavailable"}),
         }
     return {
         "supported": inventory.supported,
-        "message": inventory.message[:2048],
+        "message": clip_message(inventory.message),
         "interfaces": interfaces,
         "id": network_id(inventory, key),
     }

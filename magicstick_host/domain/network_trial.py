@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 
 from magicstick_host.domain.network_capability import NetworkInventory
 from magicstick_host.domain.network_evidence import MANAGED_NETPLAN_NAME
+from magicstick_host.domain.text import clip_message
 from magicstick_host.lite_dataclasses import dataclass, replace
 from magicstick_host.static import TYPE_CHECKING
 
@@ -98,7 +99,7 @@ class TrialRecord:
             "deadline": self.deadline.to_json() if self.deadline else None,
             "outcome": self.outcome,
             "outcomeBy": self.outcome_by,
-            "message": self.message[:2048],
+            "message": clip_message(self.message),
             "startedAt": self.started_at,
             "updatedAt": self.updated_at,
             "clusterAddresses": list(self.cluster_addresses),
@@ -165,7 +166,7 @@ def finish(
 ) -> TrialRecord:
     if outcome not in ("succeeded", "rolled-back", "failed"):
         raise ValueError(f"unknown trial outcome {outcome!r}")
-    return replace(trial, outcome=outcome, outcome_by=by, message=message[:2048],
+    return replace(trial, outcome=outcome, outcome_by=by, message=clip_message(message),
                    updated_at=rfc3339(wall))
 
 

@@ -37,6 +37,8 @@ def status(w: NetworkWorld) -> dict[str, Any]:
 
 def rejected_with_nothing_on_the_host(w: NetworkWorld, before: dict[str, bytes]) -> str:
     assert w.drive_network() == "Rejected", status(w)
+    # refused as intake refuses: no tick exits "effect failed" (6), nothing was attempted
+    assert 6 not in w.exit_codes, w.exit_codes
     message = str(status(w)["message"])
     assert "Nothing was changed" in message or "nothing was changed" in message, message
     assert w.netplan() == before

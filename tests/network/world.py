@@ -78,6 +78,7 @@ class NetworkWorld(World):
     def __init__(self, tmp: Path, kube: Any, scenario: str, cluster_ip: str) -> None:
         super().__init__(tmp, kube, scenario)
         self.cluster_ip = cluster_ip
+        self.exit_codes: list[int] = []  # of the ticks tick_and_systemd ran to their end
         self.set_internal_ip(cluster_ip)
 
     def set_internal_ip(self, address: str) -> None:
@@ -156,7 +157,9 @@ class NetworkWorld(World):
         return run_deadline_rollback(self.rollback_deps())
 
     def tick_and_systemd(self, crash: CrashHook = no_crash, advance_s: float = 15.0) -> None:
-        self.tick(crash, advance_s)
+        result = self.tick(crash, advance_s)
+        if result is not None:
+            self.exit_codes.append(int(result.exit_code))
         self.systemd()
 
     def power_loss(self) -> RollbackResult:
