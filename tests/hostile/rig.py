@@ -140,7 +140,11 @@ class Rig:
         self.ticks = 0
 
     def close(self) -> None:
+        """Stop the proxy; delete the case's HostOperation and Node (other tests share the
+        apiserver)."""
         self.proxy.stop()
+        with contextlib.suppress(Exception):
+            self.kube.request("DELETE", self.hostop_path())
         with contextlib.suppress(Exception):
             self.kube.request("DELETE", f"/api/v1/nodes/{self.node_name}")
 

@@ -49,12 +49,12 @@ def reboot_through(make_rig: Callable[..., Rig], case: Case, plan: Plan) -> None
     verdict.done()
 
 
-@cases.parametrize("answers", BODY_KINDS, 3)
+@cases.parametrize("answers", BODY_KINDS, 4)
 def test_hostile_answer_bodies(case: Case, make_rig: Callable[..., Rig]) -> None:
     reboot_through(make_rig, case, body_plan(case.kind, case.rng(), case.canonical))
 
 
-@cases.parametrize("http", (*HEAD_KINDS, "http-scheme"), 4)
+@cases.parametrize("http", (*HEAD_KINDS, "http-scheme"), 5)
 def test_malformed_http(case: Case, make_rig: Callable[..., Rig], tmp_path: Path) -> None:
     if case.kind == "http-scheme":
         plain_http_kubeconfig(case, make_rig, tmp_path)

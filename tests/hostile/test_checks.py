@@ -90,7 +90,7 @@ def test_every_kind_runs_with_the_default_seeds(monkeypatch: pytest.MonkeyPatch)
     )
 
     families = {
-        "answers": (BODY_KINDS, 3), "http": ((*HEAD_KINDS, "http-scheme"), 4),
+        "answers": (BODY_KINDS, 4), "http": ((*HEAD_KINDS, "http-scheme"), 5),
         "cluster-objects": (test_cluster_objects.KINDS, 2), "tools": (test_tools.KINDS, 2),
         "memos": (test_memos.KINDS, 2), "long-paths": (("long-state-dir",), 1),
     }

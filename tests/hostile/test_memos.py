@@ -16,7 +16,8 @@ on another loopback port, and placed where it must not be trusted (the kind):
 Then the tick after the boot: not one byte may arrive at the listener; it talks to the real
 server (through the proxy), exits 0 or 5 (never 70) within the bounds, completes the reboot;
 and afterwards no file in a directory it must not trust holds the worker's token unless it is
-exactly the planted one (the worker wrote no credential there).
+exactly the planted one (the worker wrote no credential there), and in the proper directory
+only a root-owned 0600 file does.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def edited_memo(rig: Rig, trusted: Path, decoy_port: int, verdict: Verdict) -> b
 
 def plant(kind: str, rng: random.Random, work: Path, trusted: Path,
           memo: bytes) -> tuple[Path, Path, str]:
-    """(the $RUNTIME_DIRECTORY to give the tick, the directory it must not trust, what)."""
+    """(the $RUNTIME_DIRECTORY to give the tick, the directory holding the planted memo, what).
+    For `foreign-owner` that directory is the proper one (only the file is foreign)."""
     if kind == "foreign-owner":
         path = trusted / MEMO
         path.write_bytes(memo)
@@ -101,7 +103,11 @@ def plant(kind: str, rng: random.Random, work: Path, trusted: Path,
     return link, open_dir, f"$RUNTIME_DIRECTORY a symlink to a directory of mode {mode:o}"
 
 
-def credential_leaks(directory: Path, token: bytes, planted: bytes) -> list[str]:
+def credential_leaks(directory: Path, token: bytes, planted: bytes, *,
+                     proper: bool) -> list[str]:
+    """Files in `directory` holding the token that the worker must not have written: in the
+    proper runtime directory (root, 0700) a memo of its own is root 0600; anywhere else no
+    file but the planted one, unchanged."""
     leaks = []
     for name in os.listdir(directory):
         path = directory / name
@@ -112,7 +118,8 @@ def credential_leaks(directory: Path, token: bytes, planted: bytes) -> list[str]
             data = path.read_bytes()
         except OSError:
             continue
-        if token in data and data != planted:
+        own = proper and info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o600
+        if token in data and data != planted and not own:
             leaks.append(f"{path} (uid {info.st_uid}, mode {stat.S_IMODE(info.st_mode):o})")
     return leaks
 
@@ -140,7 +147,8 @@ def test_planted_memos(case: Case, make_rig: Callable[..., Rig], tmp_path: Path)
         verdict.expect(bool(rig.proxy.requests_of("tick-2 (planted memo)")),
                        "tick-2 sent nothing to the real server (through the proxy)")
         rig.check_reboot_completed("tick-2 (planted memo)")
-        leaks = credential_leaks(untrusted, rig.pki.token.encode(), memo)
+        leaks = credential_leaks(untrusted, rig.pki.token.encode(), memo,
+                                 proper=untrusted == trusted)
         verdict.expect(not leaks, "the worker wrote its credential where it must not trust a "
                        f"memo: {leaks}")
     rig.check_no_duplicates()
