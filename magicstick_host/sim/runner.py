@@ -11,8 +11,9 @@ Commands: `systemctl is-active UNIT`, `uname -m`, `shutdown -r|-P +N [text]`, `s
 and the GPU evidence publisher `/usr/local/sbin/magicstick-gpu-publish` on hosts that have it.
 On hosts with a simulated network: `ip`, `iw`, `netplan` and the network trial's timer
 (`systemd-run --on-active=`, `systemctl stop <unit>.timer`), in `sim/network.py`.
-Anything else exits 127. A playbook fault may raise `SimulatedCrash` (`sim/faults.py`): the
-process running the command died.
+Anything else exits 127. A tool fault (`sim/faults.py` TOOL_FAULTS) has the next read-only
+query answered by a real hostile process through the real runner. A playbook fault may raise
+`SimulatedCrash` (`sim/faults.py`): the process running the command died.
 """
 
 from __future__ import annotations
@@ -25,7 +26,16 @@ from magicstick_host.domain.evidence import GPU_PUBLISHER
 from magicstick_host.ports.runner import NOT_FOUND, CommandResult
 from magicstick_host.sim import network
 from magicstick_host.sim.effects_log import EFFECTS_LOG, read_effects, record
-from magicstick_host.sim.faults import GPU_PUBLISH_FAILS, SHUTDOWN, SimulatedCrash, take_one_shot
+from magicstick_host.sim.faults import (
+    GPU_PUBLISH_FAILS,
+    HOSTILE_TOOL_ENV,
+    SHUTDOWN,
+    SimulatedCrash,
+    hostile_tool_argv,
+    pending_tool_fault,
+    read_only_query,
+    take_one_shot,
+)
 from magicstick_host.sim.model import Host, ScheduledShutdown
 from magicstick_host.sim.writer import load_host, write_host
 
@@ -47,6 +57,18 @@ class SimRunner:
     ) -> CommandResult:
         args = tuple(argv)
         host = load_host(self.root)
+        fault = pending_tool_fault(host) if read_only_query(args) else None
+        if fault is not None:
+            return self._hostile_tool(host, args, fault, timeout)
+        return self._simulate(host, args, stdout_path, env)
+
+    def _simulate(
+        self,
+        host: Host,
+        args: tuple[str, ...],
+        stdout_path: str | None,
+        env: Mapping[str, str] | None,
+    ) -> CommandResult:
         if args[:2] == ("systemctl", "is-active") and len(args) == 3:
             unit_state = host.units.get(args[2].removesuffix(".service"), "inactive")
             return CommandResult(args, 0 if unit_state == "active" else 3, unit_state + "\n", "")
@@ -61,6 +83,25 @@ class SimRunner:
         if args == (GPU_PUBLISHER,) and host.gpu_publisher:
             return self._gpu_publish(host, args)
         return CommandResult(args, NOT_FOUND, "", f"{args[0]}: not simulated")
+
+    def _hostile_tool(
+        self, host: Host, args: tuple[str, ...], fault: str, timeout: float
+    ) -> CommandResult:
+        """The one-shot tool fault `fault` fires: the query is answered by a real hostile
+        process (sim/faults.py), run by the real runner with the caller's timeout."""
+        import os
+
+        from magicstick_host.ports.runner import RealRunner
+
+        take_one_shot(host, fault)
+        write_host(host, self.root)
+        record(self.root, host, "fault", args, fault=fault)
+        answer = self._simulate(load_host(self.root), args, None, None)
+        marker = str(self.root.absolute())
+        argv = hostile_tool_argv(fault, marker, answer.stdout, answer.returncode)
+        env = {**os.environ, HOSTILE_TOOL_ENV: marker}
+        result = RealRunner().run(argv, timeout=timeout, env=env)
+        return CommandResult(args, result.returncode, result.stdout, result.stderr)
 
     def _shutdown(self, host: Host, args: tuple[str, ...]) -> CommandResult:
         if SHUTDOWN in host.faults:
