@@ -92,13 +92,12 @@ def test_every_kind_runs_with_the_default_seeds(monkeypatch: pytest.MonkeyPatch)
     families = {
         "answers": (BODY_KINDS, 4), "http": ((*HEAD_KINDS, "http-scheme"), 5),
         "cluster-objects": (test_cluster_objects.KINDS, 2), "tools": (test_tools.KINDS, 2),
-        "memos": (test_memos.KINDS, 2), "long-paths": (("long-state-dir",), 1),
+        "memos": (test_memos.KINDS, 2), "long-paths": (test_long_paths.CORRUPTIONS, 3),
     }
     for family, (kinds, per_seed) in families.items():
         generated = cases.generate(family, kinds, per_seed)
         assert {c.kind for c in generated} == set(kinds), family
         assert len({c.id for c in generated}) == len(generated), family
-    assert test_long_paths.CORRUPTIONS  # drawn per case
 
 
 def test_seeds_and_counts_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -109,7 +108,10 @@ def test_seeds_and_counts_come_from_the_environment(monkeypatch: pytest.MonkeyPa
                                                       (6, 2)]
     again = cases.generate("answers", BODY_KINDS, 1)
     assert [c.rng().random() for c in generated] == [c.rng().random() for c in again]
-    assert "MAGICSTICK_HOSTILE_SEED=5" in generated[0].reproduce()
+    # the printed command makes the same case: the same kind, seed, index and draws
+    command = generated[4].reproduce()
+    assert "MAGICSTICK_HOSTILE_SEED=5,6 MAGICSTICK_HOSTILE_CASES=3" in command
+    assert generated[4].id in command
 
 
 def test_the_same_seed_makes_the_same_answers() -> None:

@@ -9,9 +9,10 @@ contract's 2048 characters even though the path in it is longer (the apiserver r
 longer HostOperation status message with 422: no write of the case may be refused so). The
 request is never acted on (no effect). `status --json` shows the block.
 
-Drawn from the case's rng: the path's shape (segments of 40 to 255 characters, 2,000 to
-2,200 characters in all) and the corruption (garbage, truncated JSON, `[` x 100000, a value
-nested 2,000 levels, non-UTF-8, an array, a schema-less object, an empty file, 65 MiB).
+The kinds are the corruptions: garbage, truncated JSON, `[` x 100000, a value nested 2,000
+levels, non-UTF-8, a JSON array or scalar instead of an object, a schema-less object, an empty
+file, 65 MiB. Drawn from the case's rng: the path's shape (segments of 40 to 255 characters,
+2,000 to 2,200 characters in all) and the corruption's details.
 """
 
 from __future__ import annotations
@@ -33,8 +34,12 @@ from tests.hostile.rig import Rig
 pytestmark = [pytest.mark.apiserver, pytest.mark.real_commands, pytest.mark.slow]
 
 REPORT_KEY = "appliance.magicstick.dev/host-management"
-CORRUPTIONS = ("garbage", "truncated", "deep-open", "deep-closed", "non-utf8", "array",
+CORRUPTIONS = ("garbage", "truncated", "deep-open", "deep-closed", "non-utf8", "not-an-object",
                "schema-less", "empty", "huge")
+# fails at 77dd821 and d08bd8e (2 December): the state's reader calls .get on the document
+XFAIL = {"not-an-object": "a state.json that is a JSON array or scalar: AttributeError ('list' "
+                          "object has no attribute 'get'), exit 70 in tick and status; no fix "
+                          "yet"}
 
 
 def long_state_dir(rng: random.Random, base: Path) -> Path:
@@ -47,8 +52,7 @@ def long_state_dir(rng: random.Random, base: Path) -> Path:
     return path
 
 
-def corrupt_bytes(rng: random.Random) -> tuple[bytes, str]:
-    how = rng.choice(CORRUPTIONS)
+def corrupt_bytes(how: str, rng: random.Random) -> tuple[bytes, str]:
     if how == "garbage":
         return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 4096))), how
     if how == "truncated":
@@ -61,8 +65,9 @@ def corrupt_bytes(rng: random.Random) -> tuple[bytes, str]:
         return b'{"a":' * 2000 + b"1" + b"}" * 2000, "an object nested 2000 levels"
     if how == "non-utf8":
         return b'{"schemaVersion": "\xff\xfe\xc0"}', how
-    if how == "array":
-        return b"[]", how
+    if how == "not-an-object":
+        body = rng.choice([b"[]", b"[{}]", b"5", b"null", b'"state"', b"true"])
+        return body, f"{body!r}"
     if how == "schema-less":
         return json.dumps({"hostile": True, "operation": 5}).encode(), how
     if how == "empty":
@@ -86,7 +91,7 @@ def messages(doc: Any, where: str = "") -> list[tuple[str, str]]:
     return found
 
 
-@cases.parametrize("long-paths", ("long-state-dir",), 1)
+@cases.parametrize("long-paths", CORRUPTIONS, 3, xfail=XFAIL)
 def test_a_long_state_path_with_a_corrupt_state(case: Case, make_rig: Callable[..., Rig],
                                                 tmp_path: Path) -> None:
     rng = case.rng()
@@ -94,7 +99,7 @@ def test_a_long_state_path_with_a_corrupt_state(case: Case, make_rig: Callable[.
     state_dir = long_state_dir(rng, tmp_path / "s")
     state_dir.mkdir(parents=True, mode=0o700)
     state_dir.chmod(0o700)
-    corrupt, how = corrupt_bytes(rng)
+    corrupt, how = corrupt_bytes(case.kind, rng)
     (state_dir / "state.json").write_bytes(corrupt)
     (state_dir / "state.json").chmod(0o600)
     verdict.note(f"state directory of {len(str(state_dir))} characters; state.json: {how} "
