@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from tests.soak.invariants import Violation
-from tests.soak.proxy import FAULT_KINDS
+from tests.soak.invariants import RSS_BOUND_BYTES, Violation
+from tests.soak.proxy import FAULT_KINDS, HOSTILE_KINDS
 
 
 @dataclass
@@ -29,6 +29,21 @@ class Counts:
     reports_not_fresh: int = 0
     violations: list[Violation] = field(default_factory=list)
     tick_walls: list[float] = field(default_factory=list)
+    # issue #24's hostile inputs
+    hostile_armed: Counter[str] = field(default_factory=Counter)  # answers, per kind
+    hostile_injected: Counter[str] = field(default_factory=Counter)  # ticks it acted in
+    models: Counter[str] = field(default_factory=Counter)  # hostile Models created, per kind
+    model_ticks: int = 0  # ticks run while a hostile Model of the host existed
+    tools_armed: Counter[str] = field(default_factory=Counter)
+    tools_fired: Counter[str] = field(default_factory=Counter)  # in a tick or a systemd unit
+    tools_after_kill: int = 0  # processes of a SIGKILLed tick's tool, killed after it
+    memos: Counter[str] = field(default_factory=Counter)  # planted, per kind
+    memos_skipped: int = 0  # no memo of the worker's to edit yet (a boot had emptied /run)
+    memos_left: int = 0  # the planted memo was still there, unchanged, after the tick
+    local_steps_due: int = 0  # ticks with a due local step (checked by the invariants)
+    local_steps_due_hostile: int = 0  # ... under a hostile answer
+    messages_clipped: int = 0  # ticks whose HostOperation status message was clipped
+    peak_rss: list[int] = field(default_factory=list)  # bytes, per measured tick
 
     def merge(self, other: Counts) -> None:
         self.ticks += other.ticks
@@ -38,7 +53,12 @@ class Counts:
                              (self.api_requests_hit, other.api_requests_hit),
                              (self.host_faults, other.host_faults), (self.blocks, other.blocks),
                              (self.systemd_units, other.systemd_units),
-                             (self.systemd_effects, other.systemd_effects)):
+                             (self.systemd_effects, other.systemd_effects),
+                             (self.hostile_armed, other.hostile_armed),
+                             (self.hostile_injected, other.hostile_injected),
+                             (self.models, other.models), (self.memos, other.memos),
+                             (self.tools_armed, other.tools_armed),
+                             (self.tools_fired, other.tools_fired)):
             mine.update(theirs)
         self.exit_codes.update(other.exit_codes)
         for action, phases in other.requests.items():
@@ -48,6 +68,10 @@ class Counts:
         self.reports_not_fresh += other.reports_not_fresh
         self.violations += other.violations
         self.tick_walls += other.tick_walls
+        self.peak_rss += other.peak_rss
+        for name in ("model_ticks", "tools_after_kill", "memos_skipped", "memos_left",
+                     "local_steps_due", "local_steps_due_hostile", "messages_clipped"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
 def _line(counter: Counter[str], order: tuple[str, ...] = ()) -> str:
@@ -60,6 +84,7 @@ def summary(counts: Counts, *, seed: int, hosts: list[str], wall_s: float, bound
     walls = sorted(counts.tick_walls) or [0.0]
     p = walls[min(len(walls) - 1, int(0.99 * len(walls)))]
     injected = sum(counts.api_injected.values())
+    rss = sorted(counts.peak_rss) or [0]
     lines = [
         "== soak summary",
         f"seed {seed}; hosts: {', '.join(hosts)}",
@@ -77,6 +102,24 @@ def summary(counts: Counts, *, seed: int, hosts: list[str], wall_s: float, bound
         f"  armed per kind: {_line(counts.api_armed, FAULT_KINDS)}",
         f"  requests hit per kind: {_line(counts.api_requests_hit, FAULT_KINDS)}",
         f"simulator faults armed: {_line(counts.host_faults)}",
+        f"hostile answers that acted in a tick {sum(counts.hostile_injected.values())}: "
+        f"{_line(counts.hostile_injected, HOSTILE_KINDS)}",
+        f"  armed per kind: {_line(counts.hostile_armed, HOSTILE_KINDS)}",
+        f"hostile KubeAI Models created {sum(counts.models.values())}: {_line(counts.models)}; "
+        f"ticks run while one existed {counts.model_ticks}",
+        f"tool faults armed {sum(counts.tools_armed.values())}: {_line(counts.tools_armed)}; "
+        f"fired {sum(counts.tools_fired.values())}: {_line(counts.tools_fired)}; processes of a "
+        f"SIGKILLed tick killed after it {counts.tools_after_kill}",
+        f"memos planted {sum(counts.memos.values())}: {_line(counts.memos)}; not planted (no "
+        f"memo of the worker yet) {counts.memos_skipped}; left unchanged by the tick "
+        f"{counts.memos_left}",
+        f"local steps due {counts.local_steps_due} (under a hostile answer "
+        f"{counts.local_steps_due_hostile}); ticks with a clipped status message "
+        f"{counts.messages_clipped}",
+        f"tick peak RSS: max {rss[-1] / 2**20:.1f} MiB, p99 "
+        f"{rss[min(len(rss) - 1, int(0.99 * len(rss)))] / 2**20:.1f} MiB, median "
+        f"{rss[len(rss) // 2] / 2**20:.1f} MiB ({len(counts.peak_rss)} ticks measured); bound "
+        f"{RSS_BOUND_BYTES / 2**20:.0f} MiB",
         f"tick exit codes: {', '.join(f'{k} x{v}' for k, v in sorted(counts.exit_codes.items()))}",
         f"blocks seen: {_line(counts.blocks)}; recoveries {counts.recoveries}; "
         f"asks skipped on a stale report {counts.reports_not_fresh}",

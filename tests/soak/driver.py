@@ -8,6 +8,14 @@ later; the cluster's other parts answer a request waiting on them (the action's 
 prepare-gpu the device plugin and the operator register the GPU); a one-shot
 simulator fault is armed; the administrator asks for an offered action as the dashboard does
 (reading the report, replacing a finished request with a UID precondition).
+
+Issue #24's hostile inputs, as `plan_tick` draws them (tests/soak/hostile.py): a hostile
+answer is the tick's API fault; a hostile KubeAI Model is created in the soak's namespace for
+hostile objects and deleted a few ticks later; a tool fault is armed on a host whose idle tick
+runs read-only queries; a memo is planted for the tick and removed after it. After the tick:
+the hostile tool processes still alive (none may be, unless the soak SIGKILLed the tick: then
+they are killed, as systemd kills a unit's cgroup), what the decoy received, and whether a
+due local step ran are part of the observation.
 """
 
 from __future__ import annotations
@@ -23,12 +31,22 @@ from typing import Any
 
 from magicstick_host.domain.phase import TERMINAL_PHASES
 from magicstick_host.domain.state import State
+from magicstick_host.domain.text import ELLIPSIS
+from magicstick_host.sim.faults import TOOL_FAULTS
 from tests.harness.world import report_node_eligibility
 from tests.kubeserver.harness import NAMESPACE
 from tests.soak.actions import BY_NAME, choose, report_fresh
 from tests.soak.counts import Counts
 from tests.soak.host import SoakHost
-from tests.soak.invariants import HostLedger, Observation, Violation, check_tick
+from tests.soak.hostile import (
+    delete_model,
+    kill_marked,
+    leftovers,
+    plant_memo,
+    plant_model,
+    unplant,
+)
+from tests.soak.invariants import HostLedger, Observation, Violation, check_tick, local_step_due
 from tests.soak.observe import (
     cache_entries,
     cache_removals,
@@ -37,6 +55,7 @@ from tests.soak.observe import (
     read_journal,
     read_state,
 )
+from tests.soak.proxy import HOSTILE_KINDS
 from tests.soak.schedule import TickPlan, plan_tick
 
 Json = dict[str, Any]
@@ -72,6 +91,7 @@ class SoakSettings:
     bound_s: float  # a tick over this is a violation
     hard_limit_s: float  # and is killed here
     log: Any  # print-like, thread-safe
+    models_namespace: str = ""  # where hostile Models are created ("": none are)
 
 
 class HostDriver:
@@ -82,6 +102,8 @@ class HostDriver:
         self.state: State | None = None
         self.shutdown_countdown: int | None = None
         self.typical_tick_s = 1.2
+        self.models: list[tuple[str, int]] = []  # hostile Models: (name, last tick)
+        self.decoy_seen = (0, 0)
 
     # -- the world between ticks --------------------------------------------------------------
 
@@ -96,6 +118,7 @@ class HostDriver:
     def _systemd_effects(self) -> None:
         for effect in self.host.systemd_effects:
             self.counts.systemd_effects[f"{effect['unit']}: {effect.get('effect')}"] += 1
+            self._tool_fired(effect)
         self.host.systemd_effects.clear()
 
     def _reimage(self) -> None:
@@ -129,6 +152,28 @@ class HostDriver:
             self.counts.host_faults[plan.host_fault] += 1
         if plan.ask:
             self._ask(rng)
+
+    def _tool_fired(self, effect: Json) -> None:
+        if effect.get("effect") == "fault" and effect.get("fault") in TOOL_FAULTS:
+            self.counts.tools_fired[str(effect["fault"])] += 1
+
+    def _hostile_models(self, plan: TickPlan, n: int, rng: random.Random) -> None:
+        ns = self.s.models_namespace
+        for name, last in [m for m in self.models if m[1] < n]:
+            delete_model(self.host.cluster, ns, name)
+            self.models.remove((name, last))
+        if plan.hostile_model is not None and ns:
+            name = f"hostile-{self.host.key}-{n}"
+            plant_model(self.host.cluster, ns, name, plan.hostile_model, rng)
+            self.models.append((name, n + plan.model_ticks - 1))
+            self.counts.models[plan.hostile_model] += 1
+        if self.models:
+            self.counts.model_ticks += 1
+
+    def cleanup(self) -> None:
+        for name, _ in self.models:
+            delete_model(self.host.cluster, self.s.models_namespace, name)
+        self.models.clear()
 
     def _ask(self, rng: random.Random) -> None:
         """The administrator, through the dashboard: only when no request is active."""
@@ -171,11 +216,42 @@ class HostDriver:
         rng = random.Random(plan.rng_seed)
         self._between(plan, rng)
         host = self.host
+        self._hostile_models(plan, n, random.Random(plan.rng_seed + 1))
+        if plan.tool_fault is not None and host.runs_queries \
+                and host.arm_host_fault(plan.tool_fault):
+            self.counts.tools_armed[plan.tool_fault] += 1
+        boot_id = host.boot_id
+        awaiting = self.state.operation if self.state is not None else None
+        awaiting = awaiting if local_step_due(awaiting, boot_id) else None
+        planted = None
+        if plan.memo is not None:
+            planted = plant_memo(plan.memo, host.runtime, host.work / "planted", host.proxy.url,
+                                 host.decoy.port)
+            if planted is None:
+                self.counts.memos_skipped += 1
+            else:
+                self.counts.memos[plan.memo] += 1
         carve_before, cache_before = carveout_selections(host.root), cache_entries(host.root)
         shutdown_before = host.shutdown_scheduled()
         host.proxy.arm(plan.api)
-        run = host.run_tick(plan.kill, self.s.hard_limit_s)
+        run = host.run_tick(plan.kill, self.s.hard_limit_s,
+                            runtime=planted.runtime if planted is not None else None)
         fired = host.proxy.disarm()
+        if run.killed:  # as systemd kills what is left in the unit's cgroup
+            self.counts.tools_after_kill += kill_marked(host.tool_marker)
+            left: list[str] = []
+        else:
+            left = leftovers(host.tool_marker)
+            kill_marked(host.tool_marker)  # reported below; not left to pile up
+        decoy = host.decoy.snapshot()
+        decoy_delta = (decoy[0] - self.decoy_seen[0], len(decoy[1]) - self.decoy_seen[1])
+        self.decoy_seen = (decoy[0], len(decoy[1]))
+        if planted is not None and unplant(planted):
+            self.counts.memos_left += 1
+        if awaiting is not None:
+            self.counts.local_steps_due += 1
+            if plan.api is not None and plan.api.kind in HOSTILE_KINDS and fired:
+                self.counts.local_steps_due_hostile += 1
         self._count_tick(plan, run, fired)
         shutdown_after = host.shutdown_scheduled()
         effects = host.effects.new() + carveout_writes(
@@ -191,7 +267,14 @@ class HostDriver:
             shutdown_appeared=shutdown_after is not None and shutdown_after != shutdown_before,
             hostop=hostop if code == 200 and isinstance(hostop, dict) else None,
             status_exit=status_exit, status_doc=status_doc, status_stderr=status_err,
+            leftover_processes=left, decoy_received=decoy_delta, awaiting_boot=awaiting,
+            boot_id=boot_id,
         )
+        for effect in effects:
+            self._tool_fired(effect)
+        message = ((obs.hostop or {}).get("status") or {}).get("message")
+        if isinstance(message, str) and message.endswith(ELLIPSIS):
+            self.counts.messages_clipped += 1
         for violation in check_tick(self.ledger, obs):
             self._violation(violation, plan)
         if shutdown_after is not None and self.shutdown_countdown is None:
@@ -205,6 +288,8 @@ class HostDriver:
         c.ticks += 1
         c.tick_walls.append(run.wall_s)
         c.exit_codes[run.exit_code] += 1
+        if run.peak_rss_bytes:
+            c.peak_rss.append(run.peak_rss_bytes)
         if not run.killed:
             self.typical_tick_s = 0.9 * self.typical_tick_s + 0.1 * run.wall_s
         if run.over_bound:
@@ -213,7 +298,11 @@ class HostDriver:
             c.kills[plan.kill.kind] += 1
         elif "SimulatedCrash" in run.stderr:
             c.kills["sim-crash-mid-playbook"] += 1
-        if plan.api is not None:
+        if plan.api is not None and plan.api.kind in HOSTILE_KINDS:
+            c.hostile_armed[plan.api.kind] += 1
+            if fired:
+                c.hostile_injected[plan.api.kind] += 1
+        elif plan.api is not None:
             c.api_armed[plan.api.kind] += 1
             if fired:
                 c.api_injected[plan.api.kind] += 1
@@ -290,6 +379,10 @@ def run_soak(hosts: list[SoakHost], ticks: int, settings: SoakSettings, operator
     total = Counts()
     for d in drivers:
         d.final_phases()
+        try:
+            d.cleanup()
+        except (AssertionError, OSError) as exc:
+            settings.log(f"[soak] host {d.host.name}: removing its hostile Models: {exc}")
         total.merge(d.counts)
     if errors:
         total.violations.append(Violation("-", 0, "soak stopped", repr(errors[0])))

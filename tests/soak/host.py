@@ -10,6 +10,13 @@ installed units would: a boot runs `network-recovery` before the network starts,
 trial's rollback timer starts `network-rollback` once its deadline has passed. What those two
 do to the host is the product's way back from a trial, not a step of a request: their lines of
 the effects log are counted apart (`systemd_effects`), never as a tick's effects.
+
+Each tick runs as the unit runs it, with $RUNTIME_DIRECTORY (a root 0700 directory of the
+host's, emptied at every boot, as /run is), so the worker's memos are really written and used;
+a tick may get another one instead (a planted memo: tests/soak/hostile.py). The tick is started
+through the hostile suite's small launcher (tests/hostile/rig.py), whose wait4 gives the tick's
+own peak RSS (not the soak's, which a forked child would inherit). One host may have a state
+directory path of about 2 kB (`long_state_path`).
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from magicstick_host.ports.network_store import NetworkStore
 from magicstick_host.sim.boot import boot_host
 from magicstick_host.sim.network import boot_network, start_network
 from magicstick_host.sim.writer import create_host, load_host, write_host
+from tests.hostile.proxy import Recorder
+from tests.hostile.rig import LAUNCHER
 from tests.soak.invariants import KILLED, TickRun
 from tests.soak.kills import KillWatch
 from tests.soak.observe import EffectsTail
@@ -43,23 +52,57 @@ SYSTEMD_UNIT_TIMEOUT_S = 120.0
 ROLLBACK_UNIT = "magicstick-host-network-rollback"  # effects/network.py
 # the Node's InternalIP of a network scenario: its cluster address (sim/network_scenarios.py)
 CLUSTER_ADDRESSES = {"network-ethernet-dhcp": "192.168.1.50"}
+LONG_PATH_BYTES = 2048  # the state directory path of a `long_state_path` host, about
 Json = dict[str, Any]
 
 
 class SoakHost:
     def __init__(self, work: Path, key: str, name: str, scenario: str, cluster: Any,
-                 proxy: FaultProxy, kubeconfig: Path) -> None:
+                 proxy: FaultProxy, kubeconfig: Path, *, long_state_path: bool = False) -> None:
         # `key` ("host-0") names the host in the fault schedule: stable across runs
         self.key, self.name, self.scenario = key, name, scenario
         self.work, self.generation = work, 0
         self.cluster, self.proxy, self.kubeconfig = cluster, proxy, kubeconfig
+        self.long_state_path = long_state_path
+        # where a planted memo points: it must never receive a byte
+        self.decoy = Recorder()
+        self.decoy.__enter__()
         self._install()
+
+    def close(self) -> None:
+        self.decoy.__exit__(None, None, None)
+
+    @property
+    def tool_marker(self) -> str:
+        """HOSTILE_TOOL_ENV's value in this host's hostile tool processes (sim/faults.py)."""
+        return str(self.root.absolute())
+
+    @property
+    def runs_queries(self) -> bool:
+        """An idle tick runs read-only queries here (ip on a network host, systemctl is-active
+        on an NVIDIA host), so an armed tool fault fires soon."""
+        return self.network or "nvidia" in self.scenario
+
+    def clear_runtime(self) -> None:
+        """/run is a tmpfs: a boot empties the unit's runtime directory."""
+        import shutil
+
+        shutil.rmtree(self.runtime, ignore_errors=True)
+        self.runtime.mkdir(mode=0o700, parents=True)
+        os.chmod(self.runtime, 0o700)
 
     def _install(self) -> None:
         """A freshly installed machine: its scenario's root, an empty state directory, and a
         Node registered by its new kubelet (a new UID, so a new HostOperation name)."""
         gen = self.work / f"gen-{self.generation}"
         self.root, self.state_dir = gen / "host", gen / "state"
+        if self.long_state_path:  # nested directories of 200 characters, to about 2 kB
+            while len(str(self.state_dir)) < LONG_PATH_BYTES - 200:
+                self.state_dir = self.state_dir / ("d" * 199)
+            self.state_dir = self.state_dir / ("s" * (LONG_PATH_BYTES - len(str(self.state_dir))
+                                                      - 1))
+        self.runtime = gen / "runtime"
+        self.clear_runtime()
         create_host(self.scenario, self.root)
         host = load_host(self.root)
         node = self.cluster.create_node(self.name, boot_id=host.boot_id,
@@ -99,6 +142,7 @@ class SoakHost:
     def boot(self, *, kubelet_lag: bool) -> str:
         """The host starts again; the kubelet reports it now, or a tick later."""
         new = boot_host(self.root)
+        self.clear_runtime()
         if self.network:
             self._network_boot()
         self.kubelet_behind = True
@@ -169,11 +213,18 @@ class SoakHost:
                 str(self.state_dir), "--kubeconfig", str(self.kubeconfig), "--node-name",
                 self.name]
 
-    def run_tick(self, kill: Kill | None, hard_limit_s: float) -> TickRun:
+    def run_tick(self, kill: Kill | None, hard_limit_s: float,
+                 runtime: Path | None = None) -> TickRun:
+        """One tick with $RUNTIME_DIRECTORY `runtime` (default: the host's own)."""
         watch = KillWatch(kill, self.state_dir / "state.json", self.effects) if kill else None
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        env = {**os.environ, "RUNTIME_DIRECTORY": str(runtime or self.runtime)}
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+                tempfile.TemporaryDirectory() as scratch:
+            report = Path(scratch) / "rusage.json"
             started = time.monotonic()
-            proc = _POPEN(self.tick_argv(), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            proc = _POPEN([sys.executable, "-I", "-S", "-c", LAUNCHER,
+                           json.dumps(self.tick_argv()), str(report)],
+                          stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
                           start_new_session=True)
             killed = over = False
             while proc.poll() is None:
@@ -191,10 +242,17 @@ class SoakHost:
             wall = time.monotonic() - started
             err.seek(0)
             stderr = err.read().decode(errors="replace")
+            rss = 0
+            try:  # the tick's own exit and peak RSS; none when the launcher was killed too
+                measured = json.loads(report.read_text())
+                code = os.waitstatus_to_exitcode(measured["status"])
+                rss = int(measured["maxrss_kb"]) * 1024
+            except (OSError, ValueError, KeyError):
+                pass
         if killed and code != KILLED:
             killed = False  # it had exited by itself just before the signal
         return TickRun(exit_code=code, wall_s=wall, stderr=stderr, killed=killed or over,
-                       over_bound=over)
+                       over_bound=over, peak_rss_bytes=rss)
 
     def status(self) -> tuple[int, Json | None, str]:
         argv = [EXE, "status", "--json", "--state-dir", str(self.state_dir), "--node-name",

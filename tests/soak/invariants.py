@@ -15,7 +15,13 @@ The rules (issue 10, item 8):
 - the journal has every transition of the local operation seen at a tick's end, and every
   rejection (checked after each tick that loaded the state, so a repair on the next load
   counts); within the journal, no request leaves a terminal phase;
-- exit codes: never 70, only documented ones; a tick never runs over its bound.
+- exit codes: never 70, only documented ones; a tick never runs over its bound;
+- issue #24: no hostile tool process (sim/faults.py) outlives a tick that was not SIGKILLed;
+  a tick's peak RSS (wait4) stays within RSS_BOUND_BYTES; the host's decoy listener (the server
+  of a planted memo) never receives a byte nor a connection; a local step that is due (an
+  operation waiting for a boot that has happened) runs in a tick that loads the state, whatever
+  Kubernetes answered; a HostOperation status message or block message is at most
+  MAX_MESSAGE code points (a 2 kB state path quoted in it is clipped).
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from magicstick_host.domain.phase import TERMINAL_PHASES
-from magicstick_host.domain.state import State
+from magicstick_host.domain.phase import SHUTDOWN_PHASES, TERMINAL_PHASES
+from magicstick_host.domain.state import Operation, State
+from magicstick_host.domain.text import MAX_MESSAGE
 from tests.soak.actions import BY_NAME, effect_steps
 
 Json = dict[str, Any]
@@ -41,6 +48,7 @@ DOCUMENTED_BLOCKS = frozenset({"execution-state-removed", "state-corrupt"})
 KILLED = -9
 SIM_CRASH_EXIT = 1  # the simulator's SimulatedCrash escaped: the process "died" mid-playbook
 SIM_CRASH_FAULT = "apt-crash-halfway"
+RSS_BOUND_BYTES = 200 * 1024 * 1024  # a tick's peak RSS (issue #24, as tests/hostile/checks.py)
 
 # the step each kind of effect on the host is the effect of (the action table's `effects`)
 EFFECT_STEPS = effect_steps()
@@ -64,6 +72,7 @@ class TickRun:
     stderr: str = ""
     killed: bool = False
     over_bound: bool = False  # the soak had to kill it at the hard limit
+    peak_rss_bytes: int = 0  # ru_maxrss of the tick's process (os.wait4), 0 if unmeasured
 
 
 @dataclass
@@ -79,6 +88,13 @@ class Observation:
     status_exit: int
     status_doc: Json | None
     status_stderr: str = ""
+    # hostile tool processes alive after the tick ('pid argv'; not looked for after a kill)
+    leftover_processes: list[str] = field(default_factory=list)
+    decoy_received: tuple[int, int] = (0, 0)  # connections, bytes during this tick
+    # the operation of the state before the tick when it was waiting for a boot, and the
+    # host's boot ID when the tick ran
+    awaiting_boot: Operation | None = None
+    boot_id: str = ""
 
 
 @dataclass
@@ -111,6 +127,7 @@ def check_tick(ledger: HostLedger, obs: Observation) -> list[Violation]:
     found += _effects(ledger, obs)
     found += _terminal(ledger, obs)
     found += _journal(ledger, obs)
+    found += _hostile(obs)
     return [Violation(ledger.host, obs.tick, rule, evidence) for rule, evidence in found]
 
 
@@ -279,4 +296,47 @@ def _journal_terminal(journal: list[Json], ledger: HostLedger) -> list[Finding]:
                             f"{rid} went from {first[rid]} to {phase}"))
         elif phase in TERMINAL_PHASES:
             first.setdefault(rid, phase)
+    return out
+
+
+def local_step_due(op: Operation | None, boot_id: str) -> bool:
+    """The operation waits for a shutdown, and the host has booted since it was scheduled: the
+    next tick completes it from local evidence alone (the new boot ID)."""
+    return op is not None and op.phase in SHUTDOWN_PHASES and op.phase_boot_id != boot_id
+
+
+def _hostile(obs: Observation) -> list[Finding]:
+    out: list[Finding] = []
+    run = obs.run
+    if obs.leftover_processes and not run.killed:
+        out.append(("a hostile tool process outlived its tick",
+                    "; ".join(obs.leftover_processes[:5])))
+    if run.peak_rss_bytes > RSS_BOUND_BYTES:
+        out.append(("tick peak RSS over its bound", f"{run.peak_rss_bytes / 2**20:.0f} MiB > "
+                    f"{RSS_BOUND_BYTES / 2**20:.0f} MiB"))
+    connections, received = obs.decoy_received
+    if connections or received:
+        out.append(("the decoy server of a planted memo was contacted",
+                    f"{connections} connection(s), {received} bytes"))
+    due = obs.awaiting_boot
+    if due is not None and local_step_due(due, obs.boot_id) and not run.killed \
+            and run.exit_code in LOADED_EXIT_CODES:
+        after = obs.state.operation if obs.state is not None else None
+        if after is not None and after.request_id == due.request_id \
+                and after.phase == due.phase and local_step_due(after, obs.boot_id):
+            out.append(("the due local step did not run",
+                        f"{due.action} {due.request_id} still {after.phase} of boot "
+                        f"{after.phase_boot_id} on boot {obs.boot_id} after an exit "
+                        f"{run.exit_code}"))
+    messages = [("HostOperation status.message",
+                 (obs.hostop or {}).get("status", {}) if isinstance(
+                     (obs.hostop or {}).get("status"), dict) else {})]
+    block = (obs.status_doc or {}).get("block")
+    if isinstance(block, dict):
+        messages.append(("the block's message", block))
+    for where, doc in messages:
+        text = doc.get("message")
+        if isinstance(text, str) and len(text) > MAX_MESSAGE:
+            out.append(("message not clipped", f"{where}: {len(text)} code points > "
+                        f"{MAX_MESSAGE}: {text[:200]}"))
     return out

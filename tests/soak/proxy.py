@@ -12,6 +12,11 @@ what the fault says instead of forwarding:
 - `restart`: resets every connection and refuses new ones (the listening socket is closed) for
   `down_s` seconds, as a restarting apiserver does, then serves again; the downtime may
   outlast the tick.
+- the hostile answers (`HOSTILE_KINDS`, issue #24; made in tests/soak/hostile.py from the
+  hostile suite's generators): the request is forwarded, and the worker gets instead of the
+  apiserver's answer a body `[` x 200000, a JSON value nested 2,000 levels, a body of 33 MiB
+  (streamed), a JSON array instead of an object, the status line `HTTP/1.1 ²00` or
+  `HTTP/1.1 099`, `Content-Length: ¹`, or 10,000 header lines; then the connection is closed.
 Unarmed, or before `after`, every request is passed through unchanged.
 """
 
@@ -27,10 +32,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.soak.httpio import Closed, Reader, read_request, read_response, status_answer
+from tests.soak.httpio import (
+    Closed,
+    Message,
+    Reader,
+    read_request,
+    read_response,
+    status_answer,
+)
 from tests.soak.pki import Upstream
 
 FAULT_KINDS = ("slow-drip", "reset", "5xx", "401", "403", "blackhole", "restart")
+HOSTILE_KINDS = ("deep-open", "deep-2000", "huge-33mib", "not-an-object", "status-superscript",
+                 "status-099", "cl-superscript", "header-flood")
 DRIP_INTERVAL_S = 2.0
 IO_TIMEOUT_S = 120.0
 
@@ -44,7 +58,7 @@ class ApiFault:
     down_s: float = 0.0  # restart: how long new connections are refused
 
     def __post_init__(self) -> None:
-        if self.kind not in FAULT_KINDS:
+        if self.kind not in FAULT_KINDS and self.kind not in HOSTILE_KINDS:
             raise ValueError(f"unknown API fault {self.kind!r}")
 
 
@@ -223,7 +237,7 @@ class FaultProxy:
                     code = fault.code or int(fault.kind)
                     client.sendall(status_answer(code, "injected by the soak's fault proxy"))
                     continue  # the connection stays usable, as the apiserver's would
-                if fault is not None and fault.kind != "slow-drip":
+                if fault is not None and fault.kind not in ("slow-drip", *HOSTILE_KINDS):
                     self._cut(fault, client)
                     return
                 if upstream is None:
@@ -235,6 +249,9 @@ class FaultProxy:
                     answer = read_response(up_reader, request.method)
                 except (Closed, OSError, ValueError):
                     return  # the apiserver dropped us: so does the proxy
+                if fault is not None and fault.kind in HOSTILE_KINDS:
+                    self._hostile(fault.kind, client, answer)
+                    return
                 if fault is not None:  # slow-drip
                     self._drip(client, answer.raw)
                     return
@@ -268,6 +285,19 @@ class FaultProxy:
             for conn in conns:  # other threads own them: wake their reads, they close
                 with contextlib.suppress(OSError):
                     conn.shutdown(socket.SHUT_RDWR)
+
+    def _hostile(self, kind: str, client: ssl.SSLSocket, answer: Message) -> None:
+        from tests.soak.hostile import hostile_answer  # it imports the hostile suite's proxy
+
+        try:
+            for piece in hostile_answer(kind, answer):
+                if self._stop.is_set():
+                    return
+                client.sendall(piece)
+        except OSError:
+            return  # the worker stopped reading (a bound, or its deadline): as it should
+        with contextlib.suppress(OSError):
+            client.shutdown(socket.SHUT_RDWR)
 
     def _drip(self, client: ssl.SSLSocket, data: bytes) -> None:
         for i in range(len(data)):

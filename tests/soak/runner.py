@@ -17,6 +17,7 @@ from tests.soak.actions import ACTIONS, check_coverage
 from tests.soak.counts import Counts, summary
 from tests.soak.driver import Operator, SoakSettings, run_soak
 from tests.soak.host import SoakHost
+from tests.soak.hostile import ensure_namespace
 from tests.soak.pki import make_proxy_ca, proxied_kubeconfig, upstream_of
 from tests.soak.proxy import FaultProxy
 
@@ -35,6 +36,7 @@ SCENARIOS = (
 BOUND_MARGIN_S = 15.0
 ASSUMED_BUDGET_S = 30.0  # issue 10: "a few tens of seconds", when the product names none
 HARD_LIMIT_EXTRA_S = 45.0
+LONG_PATH_HOST = 0  # this host's state directory path is about 2 kB (issue #24)
 
 
 def tick_bound() -> tuple[float, str]:
@@ -81,11 +83,14 @@ def soak(server: KubeServer, work: Path, *, ticks: int, seed: int, hosts: int = 
     worker_kubeconfig = _worker_kubeconfig(server)
     upstream = upstream_of(worker_kubeconfig, work / "upstream")
     bound_s, bound_note = tick_bound()
+    run_id = secrets.token_hex(3)
+    models_namespace = f"soak-hostile-{run_id}"  # where hostile KubeAI Models are created
+    ensure_namespace(cluster, models_namespace)
     settings = SoakSettings(seed=seed, bound_s=bound_s,
-                            hard_limit_s=bound_s + HARD_LIMIT_EXTRA_S, log=log)
+                            hard_limit_s=bound_s + HARD_LIMIT_EXTRA_S, log=log,
+                            models_namespace=models_namespace)
     proxies: list[FaultProxy] = []
     soak_hosts: list[SoakHost] = []
-    run_id = secrets.token_hex(3)
     try:
         for i in range(hosts):
             scenario = SCENARIOS[i % len(SCENARIOS)]
@@ -96,10 +101,13 @@ def soak(server: KubeServer, work: Path, *, ticks: int, seed: int, hosts: int = 
             kubeconfig = proxied_kubeconfig(worker_kubeconfig, proxy.url, ca,
                                             host_dir / "worker.kubeconfig")
             soak_hosts.append(SoakHost(host_dir, f"host-{i}", f"soak-{i}-{run_id}", scenario,
-                                       cluster, proxy, kubeconfig))
+                                       cluster, proxy, kubeconfig,
+                                       long_state_path=i == LONG_PATH_HOST))
         log(f"[soak] seed {seed}, {ticks} ticks on {hosts} hosts "
             f"({', '.join(f'{h.key} {h.name}: {h.scenario}' for h in soak_hosts)}); "
-            f"tick bound {bound_s:.0f} s; operations {', '.join(a.name for a in ACTIONS)}; "
+            f"tick bound {bound_s:.0f} s; {soak_hosts[LONG_PATH_HOST % hosts].key}'s state "
+            f"directory path {len(str(soak_hosts[LONG_PATH_HOST % hosts].state_dir))} bytes; "
+            f"operations {', '.join(a.name for a in ACTIONS)}; "
             f"work in {work}")
         started = time.monotonic()
         counts = run_soak(soak_hosts, ticks, settings, Operator(cluster),
@@ -108,6 +116,8 @@ def soak(server: KubeServer, work: Path, *, ticks: int, seed: int, hosts: int = 
     finally:
         for proxy in proxies:
             proxy.stop()
+        for soak_host in soak_hosts:
+            soak_host.close()
     names = [f"{h.key} {h.name} ({h.scenario})" for h in soak_hosts]
     text = summary(counts, seed=seed, hosts=names, wall_s=wall, bound_s=bound_s,
                    bound_note=bound_note, planned=ticks)

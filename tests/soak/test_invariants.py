@@ -9,8 +9,17 @@ from typing import Any
 import pytest
 
 from magicstick_host.domain.state import Block, Operation, ProcessedRequest, State, Step
+from magicstick_host.domain.text import MAX_MESSAGE
 from tests.harness.factories import operation
-from tests.soak.invariants import HostLedger, Observation, TickRun, Violation, check_tick
+from tests.soak.invariants import (
+    RSS_BOUND_BYTES,
+    HostLedger,
+    Observation,
+    TickRun,
+    Violation,
+    check_tick,
+    local_step_due,
+)
 
 BOOT = "11111111-1111-4111-8111-111111111111"
 NEW_BOOT = "22222222-2222-4222-8222-222222222222"
@@ -252,3 +261,64 @@ def test_a_removed_cache_entry_the_cleanup_may_not_delete_is_no_step_s_effect() 
     token = {"effect": "cache-entry-removed-not-clearable", "path": "/x/token", "bootId": BOOT}
     found = rules(check_tick(ledger("clear-model-cache"), obs(1, state, [token])))
     assert found == ["unknown effect on the host"]
+
+
+# -- issue #24: the hostile inputs' invariants --------------------------------------------------
+
+
+def test_a_hostile_tool_process_alive_after_its_tick_is_reported() -> None:
+    left = ["4242 sleep 3600"]
+    assert "a hostile tool process outlived its tick" in rules(
+        check_tick(ledger(), obs(1, leftover_processes=left)))
+    # after a tick the soak SIGKILLed, the soak kills them itself (systemd's cgroup would)
+    killed = TickRun(-9, 1.0, killed=True)
+    assert check_tick(ledger(), obs(1, run=killed, leftover_processes=left)) == []
+    assert check_tick(ledger(), obs(1, leftover_processes=[])) == []
+
+
+def test_a_tick_over_its_peak_rss_bound_is_reported() -> None:
+    fat = TickRun(0, 1.0, peak_rss_bytes=RSS_BOUND_BYTES + 1)
+    assert "tick peak RSS over its bound" in rules(check_tick(ledger(), obs(1, run=fat)))
+    lean = TickRun(0, 1.0, peak_rss_bytes=60 * 2**20)
+    assert check_tick(ledger(), obs(1, run=lean)) == []
+
+
+@pytest.mark.parametrize("received", [(1, 0), (1, 517), (0, 3)])
+def test_a_decoy_that_got_a_connection_or_a_byte_is_reported(received: tuple[int, int]) -> None:
+    assert "the decoy server of a planted memo was contacted" in rules(
+        check_tick(ledger(), obs(1, decoy_received=received)))
+
+
+def test_a_due_local_step_that_did_not_run_is_reported() -> None:
+    waiting = op("reboot", "RebootScheduled", intent())
+    state = State(operation=waiting)
+    found = check_tick(ledger(), obs(2, state, awaiting_boot=waiting, boot_id=NEW_BOOT,
+                                     run=TickRun(5, 1.0)))
+    assert "the due local step did not run" in rules(found)
+    done = State(operation=op("reboot", "Succeeded", intent()))
+    journal = [*journal_for(state), entry("Succeeded")]
+    assert "the due local step did not run" not in rules(check_tick(ledger(), obs(
+        2, done, journal=journal, awaiting_boot=waiting, boot_id=NEW_BOOT)))
+    # not due (no boot since) or not a tick that loaded the state: nothing to say
+    assert "the due local step did not run" not in rules(check_tick(ledger(), obs(
+        2, state, awaiting_boot=waiting, boot_id=BOOT)))
+    assert "the due local step did not run" not in rules(check_tick(ledger(), obs(
+        2, state, awaiting_boot=waiting, boot_id=NEW_BOOT, run=TickRun(-9, 1.0, killed=True))))
+
+
+def test_local_step_due_needs_a_shutdown_phase_and_a_new_boot() -> None:
+    assert local_step_due(op("reboot", "RebootScheduled"), NEW_BOOT)
+    assert not local_step_due(op("reboot", "RebootScheduled"), BOOT)
+    assert not local_step_due(op("reboot", "Accepted"), NEW_BOOT)
+    assert not local_step_due(None, NEW_BOOT)
+
+
+def test_an_unclipped_message_is_reported() -> None:
+    long = "x" * (MAX_MESSAGE + 1)
+    hostop = {"metadata": {"uid": "u2"}, "status": {"phase": "Failed", "message": long}}
+    assert "message not clipped" in rules(check_tick(ledger(), obs(1, hostop=hostop)))
+    block = {"stateError": "", "block": {"code": "execution-state-removed", "message": long}}
+    assert "message not clipped" in rules(check_tick(ledger(), obs(1, status_doc=block)))
+    clipped = {"metadata": {"uid": "u2"},
+               "status": {"phase": "Failed", "message": long[:MAX_MESSAGE - 1] + "…"}}
+    assert check_tick(ledger(), obs(1, hostop=clipped)) == []

@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.apiserver, pytest.mark.real_commands]  # openssl makes
 
 
 CONTEXTS: dict[int, ssl.SSLContext] = {}
+TOKENS: dict[int, str] = {}
 
 
 def proxy_context(proxy: FaultProxy) -> ssl.SSLContext:
@@ -36,6 +37,7 @@ def proxied(kube: Any, tmp_path: Path) -> Iterator[tuple[FaultProxy, Any]]:
     token = json.loads(worker.read_text())["users"][0]["user"]["token"]
     context = ssl.create_default_context(cafile=str(ca))
     CONTEXTS[proxy.port] = context
+    TOKENS[proxy.port] = token
 
     def get(timeout: float = 5.0) -> tuple[int, bytes]:
         conn = http.client.HTTPSConnection("127.0.0.1", proxy.port, context=context,
@@ -128,3 +130,49 @@ def test_a_restart_refuses_connections_for_a_while(proxied: tuple[FaultProxy, An
     time.sleep(2.5)
     assert get()[0] == 200
     proxy.disarm()
+
+
+def _raw_get(proxy: FaultProxy, token: str) -> bytes:
+    """Everything the proxy sends back for one GET, up to the connection's close."""
+    raw = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
+    with proxy_context(proxy).wrap_socket(raw, server_hostname="127.0.0.1") as conn:
+        conn.sendall(b"GET /api/v1/nodes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                     + token.encode() + b"\r\n\r\n")
+        out = bytearray()
+        while True:
+            try:
+                data = conn.recv(1 << 20)
+            except (OSError, ssl.SSLError):
+                break
+            if not data:
+                break
+            out += data
+        return bytes(out)
+
+
+@pytest.mark.parametrize(("kind", "starts", "inside"), [
+    ("deep-open", b"HTTP/1.1 200 OK", b"[" * 1000),
+    ("deep-2000", b"HTTP/1.1 200 OK", b"1" + b"}" * 2000),
+    ("not-an-object", b"HTTP/1.1 200 OK", b'[{"kind":"NodeList"'),
+    ("status-superscript", b"HTTP/1.1 \xb200 OK", b"NodeList"),
+    ("status-099", b"HTTP/1.1 099 Early", b"NodeList"),
+    ("cl-superscript", b"HTTP/1.1 200 OK", b"Content-Length: \xb9\r\n"),
+    ("header-flood", b"HTTP/1.1 200 OK", b"X-H9999: v\r\n"),
+])
+def test_each_hostile_answer_replaces_the_apiservers(
+        proxied: tuple[FaultProxy, Any], kind: str, starts: bytes, inside: bytes) -> None:
+    proxy, _ = proxied
+    proxy.arm(ApiFault(kind))
+    answer = _raw_get(proxy, TOKENS[proxy.port])
+    assert proxy.disarm() == 1
+    assert answer.startswith(starts) and inside in answer, answer[:300]
+
+
+def test_the_huge_answer_is_33_mib_streamed(proxied: tuple[FaultProxy, Any]) -> None:
+    proxy, _ = proxied
+    proxy.arm(ApiFault("huge-33mib"))
+    answer = _raw_get(proxy, TOKENS[proxy.port])
+    assert proxy.disarm() == 1
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert f"Content-Length: {33 * 2**20}".encode() in head
+    assert len(body) == 33 * 2**20 and body.startswith(b'{"pad":"x') and body.endswith(b'x"}')
