@@ -38,6 +38,8 @@ def parse_state(data: bytes, now: Instant) -> tuple[State, dict[str, Any] | None
         doc = loads_strict(data)
     except ValueError as exc:
         raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"not a JSON object but a JSON {type(doc).__name__}")
     if is_legacy_document(doc):
         problems = schemas.errors("legacy-state", doc)
         if problems:

@@ -563,6 +563,16 @@ def test_deep_nesting_is_corrupt_state_not_a_crash(tmp_path: Path, content: byte
     _assert_blocked_after_corruption(store, content)
 
 
+@pytest.mark.parametrize("content", [b"[]", b"5", b'"state"', b"null", b"true", b"[{}]"])
+def test_a_document_that_is_not_an_object_is_corrupt_state(tmp_path: Path,
+                                                            content: bytes) -> None:
+    store = make_store(tmp_path)
+    plant(store, content)
+    with pytest.raises(StateCorruptError, match="not a JSON object"):
+        store.load()
+    _assert_blocked_after_corruption(store, content)
+
+
 @pytest.mark.parametrize(
     "content",
     [
