@@ -34,6 +34,7 @@ class Counts:
     hostile_injected: Counter[str] = field(default_factory=Counter)  # ticks it acted in
     models: Counter[str] = field(default_factory=Counter)  # hostile Models created, per kind
     model_ticks: int = 0  # ticks run while a hostile Model of the host existed
+    models_refused: int = 0  # the apiserver did not store it (a 504 under load)
     tools_armed: Counter[str] = field(default_factory=Counter)
     tools_fired: Counter[str] = field(default_factory=Counter)  # in a tick or a systemd unit
     tools_after_kill: int = 0  # processes of a SIGKILLed tick's tool, killed after it
@@ -69,7 +70,8 @@ class Counts:
         self.violations += other.violations
         self.tick_walls += other.tick_walls
         self.peak_rss += other.peak_rss
-        for name in ("model_ticks", "tools_after_kill", "memos_skipped", "memos_left",
+        for name in ("model_ticks", "models_refused", "tools_after_kill", "memos_skipped",
+                     "memos_left",
                      "local_steps_due", "local_steps_due_hostile", "messages_clipped"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
@@ -106,7 +108,8 @@ def summary(counts: Counts, *, seed: int, hosts: list[str], wall_s: float, bound
         f"{_line(counts.hostile_injected, HOSTILE_KINDS)}",
         f"  armed per kind: {_line(counts.hostile_armed, HOSTILE_KINDS)}",
         f"hostile KubeAI Models created {sum(counts.models.values())}: {_line(counts.models)}; "
-        f"ticks run while one existed {counts.model_ticks}",
+        f"not stored by the apiserver {counts.models_refused}; ticks run while one existed "
+        f"{counts.model_ticks}",
         f"tool faults armed {sum(counts.tools_armed.values())}: {_line(counts.tools_armed)}; "
         f"fired {sum(counts.tools_fired.values())}: {_line(counts.tools_fired)}; processes of a "
         f"SIGKILLed tick killed after it {counts.tools_after_kill}",

@@ -20,6 +20,7 @@ due local step ran are part of the observation.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
@@ -111,7 +112,7 @@ class HostDriver:
         self.host.boot(kubelet_lag=plan.kubelet_lag)
         self.counts.boots[why] += 1
         self.shutdown_countdown = None
-        if self.host.network:
+        if self.host.recovery_ran:
             self.counts.systemd_units["network-recovery"] += 1
         self._systemd_effects()
 
@@ -160,13 +161,18 @@ class HostDriver:
     def _hostile_models(self, plan: TickPlan, n: int, rng: random.Random) -> None:
         ns = self.s.models_namespace
         for name, last in [m for m in self.models if m[1] < n]:
-            delete_model(self.host.cluster, ns, name)
+            with contextlib.suppress(AssertionError, OSError):  # tried again at the end
+                delete_model(self.host.cluster, ns, name)
             self.models.remove((name, last))
         if plan.hostile_model is not None and ns:
             name = f"hostile-{self.host.key}-{n}"
-            plant_model(self.host.cluster, ns, name, plan.hostile_model, rng)
-            self.models.append((name, n + plan.model_ticks - 1))
-            self.counts.models[plan.hostile_model] += 1
+            refused = plant_model(self.host.cluster, ns, name, plan.hostile_model, rng)
+            self.models.append((name, n + plan.model_ticks - 1))  # deleted even if refused
+            if refused is None:
+                self.counts.models[plan.hostile_model] += 1
+            else:
+                self.counts.models_refused += 1
+                self.s.log(f"[soak] host {self.host.name}: Model {name} not stored: {refused}")
         if self.models:
             self.counts.model_ticks += 1
 

@@ -5,11 +5,14 @@ the systemd unit runs them (with `--executor sim` on the simulated root). A tick
 SIGKILLed at a moment `tests/soak/kills.py` picks; and it is always killed at the hard limit,
 which is itself a violation.
 
-A host with a network (sim/network_scenarios.py) has systemd's part played here, as the
-installed units would: a boot runs `network-recovery` before the network starts, and the
-trial's rollback timer starts `network-rollback` once its deadline has passed. What those two
-do to the host is the product's way back from a trial, not a step of a request: their lines of
-the effects log are counted apart (`systemd_effects`), never as a tick's effects.
+Boots and timers are driven from the CLI alone, as an administrator (or the hostile suite)
+would drive a trial through power loss: `magicstick-host sim boot ROOT --state-dir S` (on a
+host with a network, systemd's part follows: netplan's generator, the network-recovery unit
+when the trial record is there, the network starting; sim/systemd.py), and, while the trial's
+rollback timer is armed, `magicstick-host sim fire-timers ROOT --state-dir S` (it starts
+`network-rollback` once the timer is due by the host's CLOCK_BOOTTIME). What those units do to
+the host is the product's way back from a trial, not a step of a request: their lines of the
+effects log are counted apart (`systemd_effects`), never as a tick's effects.
 
 Each tick runs as the unit runs it, with $RUNTIME_DIRECTORY (a root 0700 directory of the
 host's, emptied at every boot, as /run is), so the worker's memos are really written and used;
@@ -32,9 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from magicstick_host.ports.kube import hostoperation_name
-from magicstick_host.ports.network_store import NetworkStore
-from magicstick_host.sim.boot import boot_host
-from magicstick_host.sim.network import boot_network, start_network
 from magicstick_host.sim.writer import create_host, load_host, write_host
 from tests.hostile.proxy import Recorder
 from tests.hostile.rig import LAUNCHER
@@ -50,6 +50,9 @@ _POPEN = subprocess.Popen
 STATUS_TIMEOUT_S = 30.0
 SYSTEMD_UNIT_TIMEOUT_S = 120.0
 ROLLBACK_UNIT = "magicstick-host-network-rollback"  # effects/network.py
+# how `sim boot` / `sim fire-timers` name a unit they ran (cli/sim_cmd.py, sim/systemd.py)
+RECOVERY_RAN = "magicstick-host-network-recovery.service: `"
+ROLLBACK_RAN = f"{ROLLBACK_UNIT}.service: `"
 # the Node's InternalIP of a network scenario: its cluster address (sim/network_scenarios.py)
 CLUSTER_ADDRESSES = {"network-ethernet-dhcp": "192.168.1.50"}
 LONG_PATH_BYTES = 2048  # the state directory path of a `long_state_path` host, about
@@ -120,6 +123,7 @@ class SoakHost:
         self.effects = EffectsTail(self.root)
         self.kubelet_behind = False
         self.systemd_effects: list[Json] = []  # of network-recovery / network-rollback
+        self.recovery_ran = False  # at the last boot
 
     def reimage(self) -> None:
         """The administrator reinstalls the machine: everything local is new, and the Node is
@@ -140,11 +144,12 @@ class SoakHost:
         return load_host(self.root).shutdown
 
     def boot(self, *, kubelet_lag: bool) -> str:
-        """The host starts again; the kubelet reports it now, or a tick later."""
-        new = boot_host(self.root)
+        """The host starts again (`sim boot`); the kubelet reports it now, or a tick later."""
+        out = self._sim_cli("network-recovery", ["sim", "boot", str(self.root), "--state-dir",
+                                                 str(self.state_dir)], RECOVERY_RAN)
+        self.recovery_ran = RECOVERY_RAN in out
+        new = load_host(self.root).boot_id
         self.clear_runtime()
-        if self.network:
-            self._network_boot()
         self.kubelet_behind = True
         if not kubelet_lag:
             self.kubelet_catch_up()
@@ -154,40 +159,31 @@ class SoakHost:
     def network(self) -> bool:
         return load_host(self.root).network is not None
 
-    def _network_boot(self) -> None:
-        """systemd's netplan generator, then the boot recovery, then the network starts."""
-        host = load_host(self.root)
-        boot_network(host)
-        write_host(host, self.root)
-        self._systemd_unit("network-recovery")
-        host = load_host(self.root)
-        start_network(host)
-        write_host(host, self.root)
-
     def fire_rollback_timer(self) -> bool:
-        """The trial's transient timer elapses once its deadline (this boot's) has passed:
-        systemd unloads it and starts the rollback service."""
+        """While the trial's transient timer is armed: `sim fire-timers`, which unloads it and
+        starts the rollback service once it is due."""
         host = load_host(self.root)
         if host.network is None or ROLLBACK_UNIT not in host.network.timers:
             return False
-        trial = NetworkStore(self.state_dir).load_trial()
-        deadline = trial.deadline if trial is not None else None
-        if deadline is not None and (deadline.boot_id != host.boot_id or
-                                     time.clock_gettime(time.CLOCK_BOOTTIME) < deadline.boottime):
-            return False
-        host.network.timers.pop(ROLLBACK_UNIT)
-        write_host(host, self.root)
-        self._systemd_unit("network-rollback")
-        return True
+        out = self._sim_cli("network-rollback", ["sim", "fire-timers", str(self.root),
+                                                 "--state-dir", str(self.state_dir)],
+                            ROLLBACK_RAN)
+        return ROLLBACK_RAN in out
 
-    def _systemd_unit(self, command: str) -> None:
-        argv = [EXE, command, "--root", str(self.root), "--executor", "sim", "--state-dir",
-                str(self.state_dir)]
-        proc = subprocess.run(argv, capture_output=True, timeout=SYSTEMD_UNIT_TIMEOUT_S,
+    def _sim_cli(self, unit: str, args: list[str], ran: str) -> str:
+        """Run `magicstick-host <args>`; when it says it ran `unit`'s service (`ran`), the new
+        lines of the effects log are that unit's. Its output."""
+        proc = subprocess.run([EXE, *args], capture_output=True, timeout=SYSTEMD_UNIT_TIMEOUT_S,
                               check=False, stdin=subprocess.DEVNULL, text=True)
-        for effect in self.effects.new():
-            self.systemd_effects.append({**effect, "unit": command, "exit": proc.returncode,
-                                         "output": (proc.stdout + proc.stderr)[-300:]})
+        out = proc.stdout + proc.stderr
+        if proc.returncode not in (0,) and ran not in out:
+            raise AssertionError(f"magicstick-host {' '.join(args[:2])}: exit "
+                                 f"{proc.returncode}: {out[-600:]}")
+        if ran in out:
+            for effect in self.effects.new():
+                self.systemd_effects.append({**effect, "unit": unit, "exit": proc.returncode,
+                                             "output": out[-300:]})
+        return out
 
     def kubelet_catch_up(self) -> None:
         if not self.kubelet_behind:

