@@ -2,24 +2,25 @@
 
 `KubePort` is what the tick needs; `RealKube` implements it, built from a kubeconfig path (in
 production the node's local K3s admin kubeconfig). Every call:
-- returns plain JSON-like dicts (never client model objects);
-- maps failures onto the error taxonomy: timeouts, connection errors, 429 and 5xx are
-  KubeTemporaryError; 404 KubeNotFoundError; 409 KubeConflictError; other 4xx
-  KubePermanentError; a kubeconfig that cannot be used is KubeConfigError (bad input);
+- returns plain JSON-like dicts (never client model objects), decoded within bounds, and an
+  object read by GET only when its metadata, spec and status are well formed (kube_answers.py:
+  else KubeUnreadableError, "cannot tell");
+- maps failures onto the taxonomy: timeouts, connection errors, 429 and 5xx KubeTemporaryError;
+  404 KubeNotFoundError; 409 KubeConflictError; other 4xx KubePermanentError; an unusable
+  kubeconfig KubeConfigError (bad input);
 - finishes, or fails with KubeTemporaryError, within min(its own timeout, what remains of every
   budget it runs under), counting connect, the TLS handshake, the headers and the body: a server
   that drips one byte every 2 s is cut off like one that never answers.
 
 Budgets bound the Kubernetes time of a tick and of its phases:
-- `RealKube(..., budget_s=30)` is the overall budget of everything the instance sends (the
-  composition root builds one instance per tick);
+- `RealKube(..., budget_s=30)`: all the instance sends (the composition root makes one a tick);
 - `with kube.budget(seconds):` bounds the calls made inside, e.g. the reads before the local
   step, so that the step never waits long on Kubernetes; what they spend also counts against
   the enclosing budgets, and a budget can only narrow what encloses it;
 - `with kube.budget(seconds, apart=True):` bounds the calls inside on their own, outside every
   enclosing budget: the report heartbeat while a playbook holds the maintenance lock.
-A budget counts the time spent inside calls (a playbook between two calls spends none of it).
-A call whose budget is used up fails at once with KubeTemporaryError, without being sent.
+A budget counts the time spent inside calls; a call whose budget is used up fails at once
+with KubeTemporaryError, without being sent.
 
 Two transports carry the calls, with the same answers and errors: the lean one (kube_http.py,
 the standard library's socket and ssl) for the kubeconfigs it understands (client
@@ -27,17 +28,13 @@ certificate, bearer token, CA, insecure-skip-tls-verify: kubeconfig.py), and the
 client (kube_official.py, imported only then) for the rest (exec plugins, auth providers, ...).
 Adding a call is one method on RealKube (and its line on KubePort) over `_request`.
 
-Preconditions, as checked against the real kube-apiserver 1.36 (tests/contract):
-- `metadata.resourceVersion` in a merge patch: 409 when the object changed meanwhile, also
-  through the status subresource;
-- `metadata.uid` in a merge patch of a main resource (the Node): the patched object's UID would
-  change, so the server answers 422 "metadata.uid: ... field is immutable"; mapped to
-  KubeConflictError here;
-- `metadata.uid` in a patch of the *status subresource* is silently ignored by the server (the
-  status strategy copies all metadata from the stored object), and a JSON-patch `test` op fails
-  with an anonymous 422. So a status patch with a UID precondition reads the object, compares
-  its UID, and patches with that resourceVersion as the precondition (retrying a few times if
-  only the resourceVersion moved).
+Preconditions, as checked against the real kube-apiserver 1.36 (tests/contract): a merge
+patch's `metadata.resourceVersion` gives 409 when the object changed, also through the status
+subresource; `metadata.uid` in a patch of the Node gives 422 "field is immutable" (mapped to
+KubeConflictError); in a patch of the *status subresource* it is silently ignored (and a
+JSON-patch `test` fails with an anonymous 422), so a status patch with a UID precondition reads
+the object, compares its UID (from a well-formed answer only: kube_answers.identity) and
+patches with that resourceVersion (retrying if only the resourceVersion moved).
 """
 
 from __future__ import annotations
@@ -56,7 +53,13 @@ from magicstick_host.errors import (
 )
 from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.ports.command_memo import CommandMemo
-from magicstick_host.ports.kube_answers import api_message, decode_answer, error_for
+from magicstick_host.ports.kube_answers import (
+    api_message,
+    checked_object,
+    decode_answer,
+    error_for,
+    identity,
+)
 from magicstick_host.ports.kube_lists import list_or_none
 from magicstick_host.ports.kube_secrets import NetworkSecrets, NetworkSecretsPort
 from magicstick_host.ports.kubeconfig import load_kubeconfig
@@ -64,6 +67,8 @@ from magicstick_host.static import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from magicstick_host.ports.kube_transport import Transport
 
 GROUP = "appliance.magicstick.dev"
 VERSION = "v1alpha1"
@@ -120,26 +125,6 @@ class KubePort(NetworkSecretsPort, Protocol):
 
     # -- model-cache blockers: every object of all namespaces; None: the cluster has no such
     def list_objects(self, api_version: str, plural: str) -> list[Json] | None: ...
-
-
-class Transport(Protocol):
-    """One HTTP exchange, within `timeout` seconds from connect to the last body byte.
-
-    Returns (status, body) for any HTTP answer; KubeTemporaryError when there is none in time.
-    """
-
-    name: str
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        query: list[tuple[str, str]],
-        body: Json | None,
-        content_type: str,
-        timeout: float,
-        accept: str = JSON,
-    ) -> tuple[int, bytes]: ...
 
 
 def _seg(value: str) -> str:
@@ -281,16 +266,20 @@ class RealKube(NetworkSecrets):
                                     f"(precondition failed): {api_message(text)}")
         raise error_for(status, what, text)
 
-    def _get_or_none(self, path: str) -> Json | None:
+    def _get_or_none(self, path: str, *, an_object: bool = True) -> Json | None:
+        """The answer of a GET, None for 404; `an_object`: an object the worker reasons over,
+        checked for its shape (kube_answers.checked_object) as well as decoded."""
         try:
-            return self._request("GET", path)
+            found = self._request("GET", path)
         except KubeNotFoundError:
             return None
+        return checked_object(found, f"GET {path}") if an_object else found
 
     # -- Nodes ------------------------------------------------------------------------------
 
     def read_node(self, name: str) -> Json:
-        return self._request("GET", f"/api/v1/nodes/{_seg(name)}")
+        path = f"/api/v1/nodes/{_seg(name)}"
+        return checked_object(self._request("GET", path), f"GET {path}")
 
     def patch_node_annotation(self, name: str, uid: str, key: str, value: str) -> Json:
         """Set one annotation only, if the Node still has this UID (else KubeConflictError)."""
@@ -327,14 +316,14 @@ class RealKube(NetworkSecrets):
         attempts = 1 if resource_version else 3
         with self.budget(self.timeout):  # one call: its reads and patches share its timeout
             for attempt in range(attempts):
-                current = self._request("GET", path)
-                meta = current.get("metadata") or {}
-                if meta.get("uid") != uid:
+                # "replaced" only from a well-formed answer: a garbled one cannot tell
+                found_uid, found_rv = identity(self._request("GET", path), f"GET {path}")
+                if found_uid != uid:
                     raise KubeConflictError(
-                        f"HostOperation {namespace}/{name} has UID {meta.get('uid')!r}, "
+                        f"HostOperation {namespace}/{name} has UID {found_uid[:64]!r}, "
                         f"not {uid!r} (deleted and replaced)"
                     )
-                rv = resource_version or str(meta.get("resourceVersion") or "")
+                rv = resource_version or found_rv
                 try:
                     return self._patch_status(path, status, rv)
                 except KubeConflictError:
@@ -379,7 +368,7 @@ class RealKube(NetworkSecrets):
     def serves(self, group_version: str, plural: str) -> bool:
         """Discovery: a missing group/version or resource means the CRD is not installed."""
         prefix = "/api/" if "/" not in group_version else "/apis/"
-        found = self._get_or_none(prefix + group_version)
+        found = self._get_or_none(prefix + group_version, an_object=False)
         resources = (found or {}).get("resources")
         return isinstance(resources, list) and any(
             isinstance(r, dict) and r.get("name") == plural for r in resources

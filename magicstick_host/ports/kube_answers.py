@@ -53,3 +53,57 @@ def decode_answer(raw: bytes, what: str) -> Json:
         raise KubeUnreadableError(f"{what}: the answer is not a JSON object",
                                   "not a JSON object")
     return parsed
+
+
+# the parts of an object the worker reasons over, and the JSON type each must have when present
+_STRING_MAPS = ("annotations", "labels")
+_NODE_STATUS_PARTS = {"nodeInfo": dict, "allocatable": dict, "capacity": dict, "addresses": list}
+
+
+def _shape_problem(doc: Json) -> str:
+    """What makes an object's answer unfit to reason over ("" when it is fit): the worker decides
+    from its metadata (a UID that changed ends an operation), so a garbled one must read as
+    "cannot tell", never as "deleted", "replaced" or "changed"."""
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        return "metadata is not an object"
+    uid = meta.get("uid")
+    if not isinstance(uid, str) or not uid:
+        return "metadata.uid is not a non-empty string"
+    for key in ("name", "namespace", "resourceVersion"):
+        if key in meta and not isinstance(meta[key], str):
+            return f"metadata.{key} is not a string"
+    for key in _STRING_MAPS:
+        value = meta.get(key)
+        if value is not None and not (
+            isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+        ):
+            return f"metadata.{key} is not a map of strings"
+    for key in ("spec", "status", "data"):
+        if key in doc and doc[key] is not None and not isinstance(doc[key], dict):
+            return f"{key} is not an object"
+    if doc.get("kind") == "Node" and isinstance(doc.get("status"), dict):
+        for key, kind in _NODE_STATUS_PARTS.items():
+            value = doc["status"].get(key)
+            if value is not None and not isinstance(value, kind):
+                return f"status.{key} is not a JSON {'object' if kind is dict else 'array'}"
+    return ""
+
+
+def checked_object(doc: Json, what: str) -> Json:
+    """One object as read by GET: KubeUnreadableError when its metadata, spec or status is not
+    what every object of the API has (a hostile proxy, a broken server)."""
+    problem = _shape_problem(doc)
+    if problem:
+        raise KubeUnreadableError(f"{what}: the object cannot be read: {problem}", problem)
+    return doc
+
+
+def identity(doc: Json, what: str) -> tuple[str, str]:
+    """(metadata.uid, metadata.resourceVersion) of a well-formed object that has both."""
+    meta = checked_object(doc, what)["metadata"]
+    version = meta.get("resourceVersion")
+    if not isinstance(version, str) or not version:
+        raise KubeUnreadableError(f"{what}: the object cannot be read: it has no "
+                                  "metadata.resourceVersion", "no metadata.resourceVersion")
+    return str(meta["uid"]), version

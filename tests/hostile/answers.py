@@ -25,7 +25,8 @@ MIB = 1024 * 1024
 HUGE_BODY = 64 * MIB
 
 BODY_KINDS = ("deep-open", "deep-closed", "deep-inside", "huge-64mib", "truncated",
-              "non-utf8", "not-an-object", "duplicate-keys", "wrong-types")
+              "non-utf8", "not-an-object", "duplicate-keys", "wrong-types",
+              "garbled-metadata")
 HEAD_KINDS = ("status-superscript", "status-odd-code", "status-no-reason", "cl-superscript",
               "cl-negative", "cl-huge", "chunked-bad-size", "header-1mib", "headers-10k",
               "closed-mid-headers", "endless-interim")
@@ -201,17 +202,40 @@ def _wrong_types(rng: random.Random, real: bytes, canonical: bool) -> tuple[byte
     return json.dumps(doc).encode(), f"{key} = {json.dumps(junk)}"
 
 
+def _garbled_metadata(rng: random.Random, real: bytes, canonical: bool) -> tuple[bytes, str]:
+    """The object's metadata garbled: a UID that is no string, missing, or metadata that is no
+    object. The worker decides "deleted and replaced" (its status writes end) and "the Node was
+    recreated" (the operation stops) from metadata.uid: found by a deep run (seed 202), every
+    status write of the request ended after one such answer."""
+    try:
+        doc = json.loads(real)
+    except ValueError:
+        doc = {}
+    if not isinstance(doc, dict):
+        doc = {}
+    junk: object = {"uid": 7} if canonical else rng.choice(
+        [{"uid": 7}, {"uid": ""}, {"name": "x"}, "text", 5, [], None,
+         {**(doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}),
+          "uid": "another-uid-" + str(rng.randrange(10**6))}])
+    if isinstance(junk, dict) and str(junk.get("uid", "")).startswith("another-uid-"):
+        # a well-formed other UID is a real "replaced": keep this case to garbled shapes only
+        junk = {"uid": ["another"]}
+    doc["metadata"] = junk
+    return json.dumps(doc).encode(), f"metadata = {json.dumps(junk)}"
+
+
 BODY_MAKERS: dict[str, BodyMaker] = {
     "deep-open": _deep_open, "deep-closed": _deep_closed, "deep-inside": _deep_inside,
     "huge-64mib": _huge, "truncated": _truncated, "non-utf8": _non_utf8,
     "not-an-object": _not_an_object, "duplicate-keys": _duplicate_keys,
-    "wrong-types": _wrong_types,
+    "wrong-types": _wrong_types, "garbled-metadata": _garbled_metadata,
 }
 
 
 def body_plan(kind: str, rng: random.Random, canonical: bool = False) -> Plan:
     target, match, at = pick_target(rng, canonical)
-    rest = rng.random() < 0.4
+    # the canonical garbled-metadata case garbles every answer of the tick (seed 202's shape)
+    rest = rng.random() < 0.4 or (canonical and kind == "garbled-metadata")
     chunked = rng.random() < 0.3
     status = rng.choice(["200 OK"] * 4 + ["201 Created"])
     then = rng.choice(["close", "keep"])
