@@ -93,16 +93,23 @@ def test_signature_of_another_kernel_is_unknown(strix: FakeHost) -> None:
     assert [u.field for u in ev.unknowns] == ["kernel.package_version"]
 
 
-def test_nvidia_host(tmp_path: Path) -> None:
+# a display host (VGA-compatible controller, 0x0300) is asked about nvidia-persistenced; a
+# compute GPU (3D controller, 0x0302: H100) keeps the GPU Operator's path and is not
+# (convergence.md, "NVIDIA display hosts")
+@pytest.mark.parametrize(("device", "pci_class", "asked"),
+                         [("2684", "030000", True), ("2330", "030200", False)])
+def test_nvidia_host(tmp_path: Path, device: str, pci_class: str, asked: bool) -> None:
     h = FakeHost(tmp_path)
-    h.pci("0000:01:00.0", "10de", "2330", "030200", driver="nvidia", drm=("card0", "renderD128"))
+    h.pci("0000:01:00.0", "10de", device, pci_class, driver="nvidia",
+          drm=("card0", "renderD128"))
     h.file("/sys/module/nvidia/version", "580.95.05\n")
     h.socket("/run/nvidia-persistenced/socket")
     ev = collect(h, FakeRunner(returncode=0))
     (gpu,) = ev.pci.devices
     assert gpu.driver == "nvidia" and gpu.uma is None and gpu.vram_total_bytes is None
     assert ev.nvidia.driver_version == "580.95.05"
-    assert ev.nvidia.persistenced_active is True and ev.nvidia.persistenced_socket
+    assert ev.nvidia.persistenced_active is (True if asked else None)
+    assert ev.nvidia.persistenced_socket
     assert ev.nvidia.persistenced_socket_kind == "socket"
     assert not ev.unknown("nvidia") and not ev.unknown("pci")
 
