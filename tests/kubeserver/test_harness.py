@@ -129,3 +129,20 @@ def test_the_cluster_namespaces_exist(kube: KubeCluster) -> None:
     for name in CLUSTER_NAMESPACES:
         status, body = kube.request("GET", f"/api/v1/namespaces/{name}")
         assert status == 200, body
+
+
+def test_a_missing_apiserver_fails_unless_a_developer_allows_skipping(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.kubeserver.fixtures import ALLOW_ENV
+
+    monkeypatch.delenv(ALLOW_ENV, raising=False)
+    with pytest.raises(pytest.fail.Exception, match="required"):
+        apiserver_unavailable("no go")
+    monkeypatch.setenv(ALLOW_ENV, "1")
+    monkeypatch.setenv("CI", "true")  # CI never skips, even when asked to
+    with pytest.raises(pytest.fail.Exception):
+        apiserver_unavailable("no go")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        apiserver_unavailable("no go")
