@@ -16,23 +16,22 @@ from magicstick_host.domain.network_request import SECRET_NAMESPACE
 from tests.harness.world import random_hex
 from tests.kubeserver.fixtures import KubeCluster
 from tests.network.helpers import CLUSTER_ETH
-from tests.network.world import SECRETS, NetworkWorld, create_network_secret
+from tests.network.world import (
+    SECRETS,
+    STATIC_KEEPING_THE_CLUSTER_ADDRESS,
+    NetworkWorld,
+    create_network_secret,
+    hostop_status,
+)
 
 pytestmark = pytest.mark.apiserver
-
-STATIC_KEEPING_THE_CLUSTER_ADDRESS = {
-    "interface": "enp1s0", "mode": "static", "address": f"{CLUSTER_ETH}/24",
-    "gateway": "192.168.1.1", "dns": ["192.168.1.1"], "metric": 100,
-}
-
 
 @pytest.fixture
 def world(tmp_path: Path, kube: KubeCluster) -> NetworkWorld:
     return NetworkWorld(tmp_path, kube, "network-ethernet-dhcp", CLUSTER_ETH)
 
 
-def status(w: NetworkWorld) -> dict[str, Any]:
-    return dict(((w.hostop() or {}).get("status")) or {})
+status = hostop_status
 
 
 def rejected_with_nothing_on_the_host(w: NetworkWorld, before: dict[str, bytes]) -> str:

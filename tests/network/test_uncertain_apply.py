@@ -8,7 +8,6 @@ AwaitingConfirmation, no confirmationDeadline, in the HostOperation status, the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,23 +15,16 @@ from magicstick_host import app_console
 from tests.kubeserver.fixtures import KubeCluster
 from tests.network.helpers import CLUSTER_ETH
 from tests.network.trial_helpers import CrashAt
-from tests.network.world import NetworkWorld
+from tests.network.world import STATIC_KEEPING_THE_CLUSTER_ADDRESS, NetworkWorld, hostop_status
 
 pytestmark = pytest.mark.apiserver
-
-STATIC_KEEPING_THE_CLUSTER_ADDRESS = {
-    "interface": "enp1s0", "mode": "static", "address": f"{CLUSTER_ETH}/24",
-    "gateway": "192.168.1.1", "dns": ["192.168.1.1"], "metric": 100,
-}
-
 
 @pytest.fixture
 def world(tmp_path: Path, kube: KubeCluster) -> NetworkWorld:
     return NetworkWorld(tmp_path, kube, "network-ethernet-dhcp", CLUSTER_ETH)
 
 
-def status(w: NetworkWorld) -> dict[str, Any]:
-    return dict(((w.hostop() or {}).get("status")) or {})
+status = hostop_status
 
 
 def killed_right_after_apply(w: NetworkWorld) -> tuple[str, str]:

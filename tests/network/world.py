@@ -31,6 +31,7 @@ from magicstick_host.sim.runner import SimRunner
 from magicstick_host.sim.writer import load_host, write_host
 from magicstick_host.tick import CrashHook, no_crash
 from tests.harness.world import NAMESPACE, World, random_hex
+from tests.network.helpers import CLUSTER_ETH
 
 ROLLBACK_UNIT = "magicstick-host-network-rollback"
 MERGE = "application/merge-patch+json"
@@ -196,3 +197,16 @@ class NetworkWorld(World):
             if status.get("phase") == phase:
                 return status
         raise AssertionError(f"never reached {phase}: {self.state().operation}")
+
+
+# the Ethernet host's cluster interface, kept as it is: the settings a trial may apply there
+STATIC_KEEPING_THE_CLUSTER_ADDRESS = {
+    "interface": "enp1s0", "mode": "static", "address": f"{CLUSTER_ETH}/24",
+    "gateway": "192.168.1.1", "dns": ["192.168.1.1"], "metric": 100,
+}
+
+
+def hostop_status(w: World) -> dict[str, Any]:
+    """The HostOperation's status as the dashboard reads it ({} before the first write)."""
+    return dict(((w.hostop() or {}).get("status")) or {})
+
