@@ -58,17 +58,10 @@ def seal(secret: bytes, key: str, text: str) -> str:
 def unseal(secret: bytes, key: str, sealed: str) -> str | None:
     """The text of a memo `seal` made with this source and key; None for any other."""
     mark, newline, text = sealed[:SEAL_HEX], sealed[SEAL_HEX:SEAL_HEX + 1], sealed[SEAL_HEX + 1:]
-    if newline != "\n" or not _same(mark, _seal_of(secret, key, text)):
+    import hmac  # only sealed memos (the tick's kubeconfig): `inspect` loads no hmac/hashlib
+
+    expected = _seal_of(secret, key, text)
+    # the standard constant-time comparison: how much of a seal matched says nothing
+    if newline != "\n" or not mark.isascii() or not hmac.compare_digest(mark, expected):
         return None
     return text
-
-
-def _same(a: str, b: str) -> bool:
-    """Constant time for equal lengths (hmac.compare_digest's work, without importing hashlib
-    for it): how much of a seal matched says nothing."""
-    if len(a) != len(b) or not a.isascii():
-        return False
-    diff = 0
-    for x, y in zip(a.encode("ascii"), b.encode("ascii"), strict=True):
-        diff |= x ^ y
-    return diff == 0
