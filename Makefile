@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml
 # System tools the suite runs for real and that pip cannot provide: the network trial's tests
 # run `netplan generate --root-dir` (package netplan.io) and `ip` (iproute2) on what the worker
 # writes. Installed with apt where missing (root); otherwise the test target stops here.
-TEST_TOOLS := netplan:netplan.io ip:iproute2
+TEST_TOOLS := netplan:netplan.io ip:iproute2 modprobe:kmod
 
 test-tools:
 	@missing=""; for pair in $(TEST_TOOLS); do \

@@ -99,6 +99,14 @@ def dhcp4(entry: dict[str, Any]) -> bool:
     return netplan_bool(entry.get("dhcp4")) is True
 
 
+def configured_mode(entry: dict[str, Any]) -> str:
+    """`dhcp` (dhcp4 on), `static` (an IPv4 address), or `none`: netplan configures no IPv4
+    on the interface (IPv6-only, an SR-IOV or offload port, or no entry at all)."""
+    if dhcp4(entry):
+        return "dhcp"
+    return "static" if ipv4_addresses(entry) else "none"
+
+
 def configured_metric(entry: dict[str, Any], kind: str) -> int:
     if dhcp4(entry):
         overrides = entry.get("dhcp4-overrides")
@@ -146,6 +154,24 @@ def ap_key_management(ap: Any) -> str:
     if isinstance(declared, str):
         return declared.lower()
     return "psk" if ap_password(ap) is not None else "none"
+
+
+# netplan's key-management values (netplan.io doc "Authentication"): `none` is an open
+# network; `psk` and `sae` (WPA3-Personal) use a passphrase; `eap`, `eap-sha256`,
+# `eap-suite-b-192` and `802.1x` authenticate with 802.1X
+PSK_KEY_MANAGEMENT = frozenset({"psk", "sae"})
+
+
+def ap_security(ap: Any) -> str:
+    """What the report says of an access point: `open` only when no key management is set
+    (or `none`) and no password is saved, `wpa-psk` for a passphrase, `wpa-eap` for
+    everything else (802.1X, and a key management the worker does not know: never `open`)."""
+    management = ap_key_management(ap)
+    if management == "none":
+        return "wpa-psk" if ap_password(ap) is not None else "open"
+    if management in PSK_KEY_MANAGEMENT:
+        return "wpa-psk"
+    return "wpa-eap"
 
 
 def ap_hidden(ap: Any) -> bool:

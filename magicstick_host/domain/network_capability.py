@@ -47,7 +47,7 @@ SUPPORTED_MESSAGE = (
 class WifiView:
     configured_ssid: str
     has_password: bool
-    security: str  # wpa-psk | open
+    security: str  # wpa-psk | wpa-eap | open
     hidden: bool
     connected_ssid: str
     # SSIDs of this interface that have a saved key (an empty password may keep it)
@@ -67,7 +67,7 @@ class InterfaceView:
     scan_supported: bool
     cluster_addresses: tuple[str, ...]
     gateway: str
-    configured_mode: str  # dhcp | static
+    configured_mode: str  # dhcp | static | none (netplan configures no IPv4 on it)
     configured_address: str
     configured_gateway: str
     dns: tuple[str, ...]
@@ -271,7 +271,7 @@ def _interface(
         scan_supported=kind == "wifi" and link.up and ev.iw_present,
         cluster_addresses=on_this,
         gateway=route.gateway if route is not None else "",
-        configured_mode="dhcp" if entries.dhcp4(entry) else "static",
+        configured_mode=entries.configured_mode(entry),
         configured_address=configured[0] if configured else "",
         configured_gateway=entries.configured_gateway(entry),
         dns=tuple(entries.nameservers(entry)),
@@ -301,8 +301,13 @@ def _why_not_editable(
     if any(not entries.is_default_route(r) for r in ipv4_routes):
         return "it has IPv4 routes other than the default route"
     defaults = entries.ipv4_default_routes(entry)
-    if len(defaults) > 1 or any(set(r) - entries.SIMPLE_ROUTE_KEYS for r in defaults):
-        return "its IPv4 default route has settings this page does not manage"
+    if len(defaults) > 1:
+        return "it has more than one IPv4 default route"
+    beyond = sorted({key for r in defaults for key in set(r) - entries.SIMPLE_ROUTE_KEYS})
+    if beyond:
+        return ("its default route has settings beyond via and metric "
+                f"({', '.join(_route_setting(defaults, key) for key in beyond)}), which this "
+                "page does not manage")
     if defaults and "gateway4" in entry:
         return "it has both gateway4 and a default route"
     if entry.get("routing-policy"):
@@ -314,6 +319,15 @@ def _why_not_editable(
     if "openvswitch" in entry:
         return "Open vSwitch settings configure it"
     return ""
+
+
+def _route_setting(defaults: list[dict[str, Any]], key: str) -> str:
+    """`on-link: true` for a scalar setting (the reason names what netplan configures),
+    else the key alone."""
+    value = next((r[key] for r in defaults if key in r), None)
+    if isinstance(value, str) and len(value) <= 32:
+        return f"{key}: {value}"
+    return key
 
 
 def _wifi_why_not(entry: dict[str, Any]) -> str:
@@ -343,7 +357,7 @@ def _wifi_view(ev: NetworkEvidence, name: str, entry: dict[str, Any]) -> WifiVie
     return WifiView(
         configured_ssid=ssid,
         has_password=has_password,
-        security="wpa-psk" if has_password or entries.ap_key_management(ap) == "psk" else "open",
+        security=entries.ap_security(ap),
         hidden=entries.ap_hidden(ap),
         connected_ssid=connected,
         saved_key_ssids=frozenset(s for s, a in aps.items() if entries.ap_password(a) is not None),

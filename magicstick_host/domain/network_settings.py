@@ -268,6 +268,12 @@ def _ssid_ok(ssid: str) -> bool:
     return 1 <= len(ssid.encode("utf-8")) <= 32
 
 
+def _configured(view: InterfaceView) -> str:
+    if view.configured_mode == "static":
+        return f"the static address {view.configured_address}"
+    return "no IPv4"
+
+
 def _cluster(settings: dict[str, Any], view: InterfaceView, s: NetworkSettings) -> SettingsCheck:
     """A management address stays where it is: moving it needs a cluster migration."""
     if not view.cluster_addresses:
@@ -276,7 +282,8 @@ def _cluster(settings: dict[str, Any], view: InterfaceView, s: NetworkSettings) 
     if s.mode == "dhcp" and view.configured_mode != "dhcp":
         return SettingsProblem(
             f"{view.name} carries the cluster address {carried}: it may only keep it, and a "
-            "switch from a static address to DHCP could change it."
+            f"switch to DHCP (netplan configures {_configured(view)} on it now) could change "
+            "it."
         )
     if s.mode == "static" and s.address.split("/")[0] not in view.cluster_addresses:
         return SettingsProblem(
