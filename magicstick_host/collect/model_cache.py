@@ -29,9 +29,13 @@ from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.model_cache_inventory import (
     CACHE_ROOTS,
     CACHE_ROOTS_BY_ID,
+    HUGGINGFACE,
+    SHARED_BLOBS,
     CacheEntry,
     CacheInventory,
     RootInventory,
+    SharedBlob,
+    clearable_entry,
 )
 from magicstick_host.lite_dataclasses import replace
 from magicstick_host.ports.clock import Instant
@@ -43,7 +47,8 @@ from magicstick_host.static import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = 1
+# 2: the Xet root and the hub's shared-store blobs (a version-1 file is walked again)
+SCHEMA_VERSION = 2
 
 
 def inventory_to_json(inventory: CacheInventory) -> dict[str, Any]:
@@ -56,6 +61,7 @@ def inventory_to_json(inventory: CacheInventory) -> dict[str, Any]:
                 "identity": list(root.identity) if root.identity is not None else None,
                 "usedBytes": root.used_bytes,
                 "entries": [{"name": e.name, "bytes": e.bytes} for e in root.entries],
+                "sharedBlobs": [{"name": b.name, "bytes": b.bytes} for b in root.shared_blobs],
             }
             for root in inventory.roots
         ],
@@ -78,10 +84,14 @@ def inventory_from_json(doc: dict[str, Any]) -> CacheInventory:
                     CacheEntry(e["name"], e["bytes"], spec.clearable(e["name"]))
                     for e in root["entries"]
                 ),
+                shared_blobs=tuple(
+                    SharedBlob(b["name"], b["bytes"]) for b in root["sharedBlobs"]
+                    if spec.id == HUGGINGFACE.id and clearable_entry(SHARED_BLOBS, b["name"])
+                ),
             )
         )
     if [r.id for r in roots] != [spec.id for spec in CACHE_ROOTS]:
-        raise ValueError("the cached inventory does not list both roots in order")
+        raise ValueError("the cached inventory does not list every root in order")
     return CacheInventory(roots=tuple(roots), problem=doc["problem"], inodes=doc["inodes"])
 
 

@@ -1,4 +1,4 @@
-"""One full walk of the two model-cache roots (model-cache.md, "The capability").
+"""One full walk of the model-cache roots (model-cache.md, "The capability").
 
 Through the tree port only (ports/hosttree.py: nothing is followed). The walk counts allocated
 space (st_blocks x 512), each inode once however many hard links it has, and gives up, with
@@ -9,25 +9,39 @@ the reason in `CacheInventory.problem`, when the inventory cannot be trusted:
 - more than `max_inodes` entries below the roots together, or more than `time_s` seconds.
 A missing root is an empty cache, not a problem. Every directory seen is recorded with its
 identity and mtime, so a later tick can tell cheaply whether anything changed.
+In the hub, the walk also reads what judging the shared blob store needs
+(domain/model_cache_shared.py): the marker, each payload's manifest (bounded) and the target of
+each `<repo>/blobs/<file>` symlink, all through the same descriptors, never following a link.
 """
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable
 
+from magicstick_host.domain import model_cache_shared as shared
 from magicstick_host.domain.model_cache_inventory import (
     CACHE_ROOTS,
+    HUGGINGFACE,
     CacheEntry,
     CacheInventory,
     CacheRootSpec,
     RootInventory,
+    SharedBlob,
     nested_mount,
 )
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.mountinfo import parse_mountinfo
 from magicstick_host.lite_dataclasses import dataclass, field
 from magicstick_host.ports.hostfs import HostFS, HostReadError
-from magicstick_host.ports.hosttree import MISSING, SYMLINK, HostTree, NodeStat, TreeError
+from magicstick_host.ports.hosttree import (
+    MISSING,
+    SYMLINK,
+    HostTree,
+    NodeStat,
+    TreeError,
+    WalkEntry,
+)
 
 MOUNTINFO = "/proc/self/mountinfo"
 # the deadline is looked at every this many entries: the clock is not free either
@@ -126,8 +140,9 @@ class _Walker:
         self.dirs[spec.path] = _mark(top)
         used = self.count(top)
         sizes: dict[str, int] = {}
+        store = _StoreSeen() if spec.id == HUGGINGFACE.id else None
         try:
-            for entry in self.tree.walk(spec.path):
+            for entry in self.tree.walk(spec.path, read=store.wish if store else None):
                 self.inodes += 1
                 if self.inodes > self.max_inodes:
                     raise _Untrusted(
@@ -148,6 +163,8 @@ class _Walker:
                 size = self.count(entry.stat)
                 used += size
                 sizes[entry.parts[0]] = sizes.get(entry.parts[0], 0) + size
+                if store is not None:
+                    store.saw(entry, size)
         except TreeError as exc:
             if exc.reason == MISSING:  # the root went away during the walk
                 raise _Untrusted(f"{exc.path} disappeared while it was checked") from None
@@ -155,7 +172,57 @@ class _Walker:
         entries = tuple(
             CacheEntry(name, size, spec.clearable(name)) for name, size in sorted(sizes.items())
         )
-        return RootInventory(spec.id, top.identity, used, entries)
+        blobs: tuple[SharedBlob, ...] = ()
+        if store is not None:
+            found = shared.reclaimable_blobs(store.facts(), spec.clearable)
+            blobs = tuple(SharedBlob(name, size) for name, size in sorted(found.items()))
+        return RootInventory(spec.id, top.identity, used, entries, blobs)
+
+
+class _StoreSeen:
+    """What the hub's walk saw of its shared blob store, gathered entry by entry."""
+
+    def __init__(self) -> None:
+        self.marker: bytes | None = None
+        self.payloads: dict[str, int] = {}  # name -> counted bytes of the payload
+        self.manifest_bytes: dict[str, int] = {}
+        self.manifests: dict[str, bytes | None] = {}
+        self.links: dict[tuple[str, ...], str | None] = {}
+
+    @staticmethod
+    def wish(parts: tuple[str, ...], st: NodeStat) -> int:
+        """What to read: the marker, the manifests, and the repositories' blob symlinks."""
+        if parts == (shared.STORE_DIR, shared.MARKER):
+            return shared.MAX_MARKER_BYTES
+        if (len(parts) == 3 and parts[0] == shared.STORE_DIR
+                and parts[2].endswith(shared.MANIFEST_SUFFIX)):
+            return shared.MAX_MANIFEST_BYTES
+        return 1 if st.is_symlink and shared.is_repo_blob(parts) else 0
+
+    def saw(self, entry: WalkEntry, size: int) -> None:
+        parts, st = entry.parts, entry.stat
+        if parts == (shared.STORE_DIR, shared.MARKER) and not st.is_symlink:
+            self.marker = entry.data
+        elif len(parts) == 3 and parts[0] == shared.STORE_DIR and not st.is_dir:
+            name = parts[2]
+            if name.endswith(shared.MANIFEST_SUFFIX):
+                name = name[: -len(shared.MANIFEST_SUFFIX)]
+                if shared.is_store_name(parts[1], name) and not st.is_symlink:
+                    self.manifests[name] = entry.data
+                    self.manifest_bytes[name] = size
+            elif shared.is_store_name(parts[1], name) and stat.S_ISREG(st.mode):
+                self.payloads[name] = size
+        elif st.is_symlink and shared.is_repo_blob(parts):
+            self.links[parts] = (
+                None if entry.link is None
+                else shared.link_target(HUGGINGFACE.path, parts, entry.link)
+            )
+
+    def facts(self) -> shared.StoreFacts:
+        blobs = {name: size + self.manifest_bytes.get(name, 0)
+                 for name, size in self.payloads.items()}
+        return shared.StoreFacts(shared.marker_valid(self.marker), blobs, self.manifests,
+                                 self.links)
 
 
 def walk_model_caches(

@@ -14,7 +14,11 @@ from __future__ import annotations
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.model_cache_blockers import Blockers
-from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS, CacheInventory
+from magicstick_host.domain.model_cache_inventory import (
+    CACHE_ROOTS,
+    REPORT_CACHES,
+    CacheInventory,
+)
 from magicstick_host.domain.text import clip_message
 from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.static import TYPE_CHECKING
@@ -23,7 +27,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 ACTION = "clear-model-cache"
-ID_VERSION = 1
+# 2: the roots include Xet's chunk cache (huggingface-xet), so a version-1 id never matches
+ID_VERSION = 2
 BLOCKED_MESSAGE = "Stop local model deployments before clearing shared caches."
 GIB = 1024**3
 
@@ -37,8 +42,17 @@ def approx_gib(n_bytes: int) -> str:
     return f"{n_bytes / GIB:.1f} GiB"
 
 
+def about_gib(n_bytes: int, *, capital: bool = False) -> str:
+    """A size in a sentence, as people say it: "about 2.4 GiB", "less than 0.1 GiB" (never
+    "about less than"), "0 GiB"."""
+    text = approx_gib(n_bytes)
+    if text[0].isdigit() and n_bytes > 0:
+        text = f"about {text}"
+    return text[:1].upper() + text[1:] if capital else text
+
+
 def model_cache_id(node_uid: str, inventory: CacheInventory) -> str:
-    """Binds a request to this node and these two cache directories (not their content)."""
+    """Binds a request to this node and these cache directories (not their content)."""
     roots = {}
     for root in inventory.roots:
         roots[root.id] = list(root.identity) if root.identity is not None else "absent"
@@ -64,7 +78,7 @@ def _message(inventory: CacheInventory, blockers: Blockers) -> tuple[bool, bool,
     if reclaimable <= 0:
         return True, False, "The model caches are empty; there is nothing to clear."
     return True, False, (
-        f"About {approx_gib(reclaimable)} of downloaded models can be cleared. Models are "
+        f"{about_gib(reclaimable, capital=True)} of downloaded models can be cleared. Models are "
         "downloaded again when they are next deployed."
     )
 
@@ -74,16 +88,16 @@ def model_cache_section(
 ) -> dict[str, Any]:
     supported, blocked, message = _message(inventory, blockers)
     caches = []
-    for spec in CACHE_ROOTS:
-        root = inventory.root(spec.id)
+    for cache_id, name in REPORT_CACHES:
+        roots = [inventory.root(spec.id) for spec in CACHE_ROOTS if spec.cache_id == cache_id]
+        found = [root for root in roots if root is not None]
         caches.append(
             {
-                "id": spec.id,
-                "name": spec.name,
-                "usedBytes": root.used_bytes if root is not None else 0,
-                "clearable": bool(
-                    inventory.trusted and root is not None and root.clearable_entries
-                ),
+                "id": cache_id,
+                "name": name,
+                # the walk counted each inode once across all roots, so the roots add up
+                "usedBytes": sum(root.used_bytes for root in found),
+                "clearable": inventory.trusted and any(root.clearable for root in found),
             }
         )
     return {

@@ -1,8 +1,11 @@
 """The clear-model-cache operation's decisions, as pure functions (model-cache.md, steps 2-4).
 
 Preparing re-collects and re-checks, then fixes the list of entries to delete (`plan_entries`)
-from that fresh walk. Each later step deletes one entry; before each, `next_step` looks at the
-blockers and the mount table read just then:
+from that fresh walk: the hub's `models--*` entries, then the shared-store payloads only they
+used (model-cache.md, "Hugging Face's shared blob store": once no repository links to them), then
+Xet's chunk cache, then Ollama's. Each later step deletes one entry, or one batch of shared-store
+payloads (`next_batch`); before each, `next_step` looks at the blockers and the mount table read
+just then:
 - a blocker (or workloads that cannot be read, or a mount inside a root) stops the cleanup:
   Failed, with what was kept;
 - a failed deletion stops it too: Failed, with the effect's reason;
@@ -13,13 +16,17 @@ A deletion whose outcome was never recorded (the worker died during it) is never
 
 from __future__ import annotations
 
-from magicstick_host.domain.model_cache import approx_gib
+from magicstick_host.domain.model_cache import about_gib
 from magicstick_host.domain.model_cache_blockers import Blockers
 from magicstick_host.domain.model_cache_inventory import (
     CACHE_ROOTS_BY_ID,
+    HUGGINGFACE,
+    SHARED_BLOBS,
     CacheInventory,
     clearable_entry,
 )
+from magicstick_host.domain.model_cache_shared import STORE_DIR, blob_path
+from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.static import TYPE_CHECKING
 
@@ -30,6 +37,9 @@ MODEL_STARTED = "A model started during cleanup. Remaining cache files were kept
 # Ollama's manifests go before its blobs: a cleanup stopped in between leaves unreferenced
 # blobs (which Ollama prunes), never a manifest that names a deleted blob
 OLLAMA_ORDER = ("manifests", "blobs")
+# shared-store payloads deleted by one step: each is one flock, two unlinks and a manifest read,
+# so a batch stays well within a tick, and a cache of thousands still clears in a few ticks
+MAX_SWEEP_BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,8 @@ class CleanupEntry:
 
     @property
     def path(self) -> str:
+        if self.cache == SHARED_BLOBS:
+            return blob_path(HUGGINGFACE.path, self.name)
         return f"{CACHE_ROOTS_BY_ID[self.cache].path}/{self.name}"
 
     def to_json(self) -> dict[str, Any]:
@@ -69,8 +81,62 @@ def plan_entries(inventory: CacheInventory) -> tuple[CleanupEntry, ...]:
         if root.id == "ollama":
             found.sort(key=lambda e: OLLAMA_ORDER.index(e.name))
         entries.extend(CleanupEntry(root.id, e.name, root.identity, e.bytes) for e in found)
+        # after the models--* entries: only then does no repository link to these any more
+        entries.extend(CleanupEntry(SHARED_BLOBS, b.name, root.identity, b.bytes)
+                       for b in root.shared_blobs)
     return tuple(entries)
 
+
+def next_batch(remaining: tuple[CleanupEntry, ...]) -> tuple[CleanupEntry, ...]:
+    """What the next step deletes: the first entry, or the run of shared-store payloads it
+    starts (at most MAX_SWEEP_BATCH, all of the same hub)."""
+    first = remaining[0]
+    if first.cache != SHARED_BLOBS:
+        return (first,)
+    batch = [first]
+    for entry in remaining[1:MAX_SWEEP_BATCH]:
+        if entry.cache != SHARED_BLOBS or entry.root_identity != first.root_identity:
+            break
+        batch.append(entry)
+    return tuple(batch)
+
+
+# what the sweep effect (effects/model_cache_shared.py) says about the payloads it kept; the
+# final message adds them up (`kept_in_sweeps`), so the wording and its pattern live together
+def sweep_detail(deleted: int, freed: int, locked: tuple[int, int], in_use: tuple[int, int]) -> str:
+    """`locked`, `in_use`: (payloads, allocated bytes) kept because another process held the
+    library's lock, or because a repository links to it again (or its manifest went bad)."""
+    return (f"deleted {deleted} shared blobs ({freed} bytes freed); "
+            f"kept {locked[0]} locked ({locked[1]} bytes); kept {in_use[0]} in use ({in_use[1]} "
+            "bytes)")
+
+
+_KEPT = LazyPattern(r"kept (\d+) (locked|in use) \((\d+) bytes\)")
+
+
+def kept_in_sweeps(details: list[str]) -> dict[str, tuple[int, int]]:
+    """"locked" / "in use" -> (payloads, bytes) kept, over the sweep steps' details."""
+    kept = {"locked": (0, 0), "in use": (0, 0)}
+    for detail in details:
+        for found in _KEPT.finditer(detail):
+            count, why, size = found.groups()
+            n, b = kept[why]
+            kept[why] = (n + int(count), b + int(size))
+    return kept
+
+
+def kept_note(kept: dict[str, tuple[int, int]]) -> str:
+    """The final message's sentence about shared blobs that stayed, "" when none did."""
+    notes = []
+    locked, in_use = kept["locked"], kept["in use"]
+    if locked[0]:
+        notes.append(f"{locked[0]} shared blob(s) ({about_gib(locked[1])}) were kept "
+                     "because another process held their lock (a download in progress); "
+                     "clear again later to free them.")
+    if in_use[0]:
+        notes.append(f"{in_use[0]} shared blob(s) ({about_gib(in_use[1])}) were kept "
+                     "because a repository uses them again.")
+    return " ".join(notes)
 
 @dataclass(frozen=True)
 class DeleteNext:
@@ -89,8 +155,8 @@ Step = DeleteNext | Finish
 def kept_summary(remaining: tuple[CleanupEntry, ...], freed: int) -> str:
     left = sum(e.bytes for e in remaining)
     what = "entry" if len(remaining) == 1 else "entries"
-    done = f" About {approx_gib(freed)} was freed before it stopped." if freed else ""
-    return f"{len(remaining)} cache {what} (about {approx_gib(left)}) were kept.{done}"
+    done = f" {about_gib(freed, capital=True)} was freed before it stopped." if freed else ""
+    return f"{len(remaining)} cache {what} ({about_gib(left)}) were kept.{done}"
 
 
 def next_step(
@@ -118,7 +184,7 @@ def next_step(
 
 
 def succeeded_message(freed: int) -> str:
-    return f"The model caches were cleared: about {approx_gib(freed)} was freed."
+    return f"The model caches were cleared: {about_gib(freed)} was freed."
 
 
 def deletion_failed_message(
@@ -133,8 +199,13 @@ def deletion_failed_message(
 def interrupted_message(
     entry: CleanupEntry, remaining: tuple[CleanupEntry, ...], freed: int
 ) -> str:
-    """Found in progress after a crash: the deletion of `entry` may be partial, and is never
-    resumed. `remaining` still includes `entry`."""
-    return (f"The cleanup was interrupted while {entry.path} was being deleted; it is not "
-            f"resumed. That entry may be partly deleted. {kept_summary(remaining, freed)} "
+    """Found in progress after a crash: the deletion of `entry` (or of the batch of shared
+    blobs it starts) may be partial, and is never resumed. `remaining` still includes it."""
+    if entry.cache == SHARED_BLOBS:
+        what = (f"the shared blobs in {HUGGINGFACE.path}/{STORE_DIR} were being deleted; it is "
+                "not resumed. Some of them may be deleted.")
+    else:
+        what = (f"{entry.path} was being deleted; it is not resumed. That entry may be partly "
+                "deleted.")
+    return (f"The cleanup was interrupted while {what} {kept_summary(remaining, freed)} "
             "Review the Model cache page and clear again if needed.")

@@ -1,8 +1,10 @@
-"""The model caches as evidence: which two roots, what may be deleted, what a walk found.
+"""The model caches as evidence: which roots, what may be deleted, what a walk found.
 
-model-cache.md, "Scope": two fixed caches, nothing else. Only the top-level entries named here
-are ever deleted; credentials (`token`, `stored_tokens`), `datasets--*` and anything else next
-to them stay. The request carries no path: every path the cleanup touches comes from here.
+model-cache.md, "Scope": two fixed caches, nothing else. Hugging Face's has two roots: the hub
+(its `models--*` entries, and the shared-store blobs only they use: domain/model_cache_shared.py)
+and Xet's chunk cache beside it (every entry); Ollama's has one. Only the entries named here are
+ever deleted; credentials (`token`, `stored_tokens`), `datasets--*` and anything else next to
+them stay. The request carries no path: every path the cleanup touches comes from here.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable
 
+from magicstick_host.domain.model_cache_shared import XET_HASH
 from magicstick_host.domain.parsers.mountinfo import Mount
 from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
@@ -23,24 +26,41 @@ class CacheRootSpec:
     id: str
     name: str  # shown on the dashboard
     path: str  # the host path of the root, normalised
+    cache: str = ""  # the report's cache this root belongs to ("": its own id)
+
+    @property
+    def cache_id(self) -> str:
+        return self.cache or self.id
 
     def clearable(self, entry: str) -> bool:
         """Whether the top-level entry `entry` of this root is one the cleanup deletes."""
         if self.id == "huggingface":
             return _HF_MODEL.fullmatch(entry) is not None
+        if self.id == "huggingface-xet":  # Xet's chunk cache: fetched again on demand
+            return entry not in ("", ".", "..")
         if self.id == "ollama":
             return entry in OLLAMA_ENTRIES
         return False
 
 
-HUGGINGFACE = CacheRootSpec("huggingface", "Hugging Face / vLLM", "/root/.cache/huggingface/hub")
+HF_NAME = "Hugging Face / vLLM"
+HUGGINGFACE = CacheRootSpec("huggingface", HF_NAME, "/root/.cache/huggingface/hub")
+HF_XET = CacheRootSpec("huggingface-xet", HF_NAME, "/root/.cache/huggingface/xet",
+                       cache="huggingface")
 OLLAMA = CacheRootSpec("ollama", "Ollama", "/root/.ollama/models")
-CACHE_ROOTS = (HUGGINGFACE, OLLAMA)
+CACHE_ROOTS = (HUGGINGFACE, HF_XET, OLLAMA)
 CACHE_ROOTS_BY_ID = {spec.id: spec for spec in CACHE_ROOTS}
+# the report's caches (`modelCache.caches`), in order: (id, name)
+REPORT_CACHES = (("huggingface", HF_NAME), ("ollama", "Ollama"))
+# a cleanup entry that is a payload of the hub's shared blob store, not a top-level entry:
+# its `name` is the payload's 64-hex name (domain/model_cache_shared.py)
+SHARED_BLOBS = "huggingface-shared"
 
 
 def clearable_entry(cache_id: str, entry: str) -> bool:
     """The one allow-list, shared by the inventory and the deletion effect."""
+    if cache_id == SHARED_BLOBS:
+        return XET_HASH.fullmatch(entry) is not None
     spec = CACHE_ROOTS_BY_ID.get(cache_id)
     return spec is not None and "/" not in entry and spec.clearable(entry)
 
@@ -55,20 +75,36 @@ class CacheEntry:
 
 
 @dataclass(frozen=True)
+class SharedBlob:
+    """A payload of the hub's shared store that the cleanup may delete (with its manifest)."""
+
+    name: str  # 64 hex
+    bytes: int  # allocated bytes of the payload and its manifest, each inode counted once
+
+
+@dataclass(frozen=True)
 class RootInventory:
     id: str
     # (st_dev, st_ino) of the root directory; None when it is absent (an empty cache)
     identity: tuple[int, int] | None
     used_bytes: int = 0
     entries: tuple[CacheEntry, ...] = ()
+    # the hub only: the shared-store payloads only the deletable entries use
+    shared_blobs: tuple[SharedBlob, ...] = ()
 
     @property
     def reclaimable_bytes(self) -> int:
-        return sum(e.bytes for e in self.entries if e.clearable)
+        return (sum(e.bytes for e in self.entries if e.clearable)
+                + sum(b.bytes for b in self.shared_blobs))
 
     @property
     def clearable_entries(self) -> tuple[CacheEntry, ...]:
         return tuple(e for e in self.entries if e.clearable)
+
+    @property
+    def clearable(self) -> bool:
+        """Whether the cleanup would delete anything here."""
+        return bool(self.clearable_entries or self.shared_blobs)
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,19 @@ def _delete_cache_entry(
     return out.ok, f"{out.detail} ({out.freed_bytes} bytes freed)"
 
 
+def _sweep_shared_blobs(
+    inputs: dict[str, Any], ports: EffectPorts, request_uid: str
+) -> tuple[bool, str]:
+    from magicstick_host.effects.model_cache_shared import sweep_shared_blobs
+
+    identity = inputs["rootIdentity"]
+    out = sweep_shared_blobs(
+        ports.hostfs.root, str(inputs["root"]), (int(identity[0]), int(identity[1])),
+        [str(name) for name in inputs["blobs"]],
+    )
+    return out.ok, out.detail
+
+
 EFFECTS: dict[str, Effect] = {
     "schedule-shutdown": _shutdown,
     "install-packages": _install_packages,
@@ -151,6 +164,7 @@ EFFECTS: dict[str, Effect] = {
     "refresh-gpu-evidence": _refresh,
     "activate-module": _activate,
     "delete-cache-entry": _delete_cache_entry,
+    "sweep-shared-blobs": _sweep_shared_blobs,
 }
 EFFECTS.update({step: _network(step) for step in NETWORK_STEPS})
 

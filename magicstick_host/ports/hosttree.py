@@ -9,7 +9,9 @@ descriptor, from the host root `/` down, so a symlink anywhere on the way is ref
 What this port tells, and nothing more:
 - `probe(path)`: the directory at a host path (its identity), None when it is absent;
 - `walk(path)`: every entry below it, depth first, each with its lstat facts, each directory
-  with the mount it is on; symlinks are reported, never entered;
+  with the mount it is on; symlinks are reported, never entered; for the entries the caller
+  asks about (`read`), a symlink's target (readlinkat) or a small regular file's bytes (opened
+  O_NOFOLLOW relative to its directory's descriptor, bounded);
 - `statvfs(path)`: size and free space of the filesystem holding a host path;
 - `lstat(path)`: one path's own facts, for a cheap "did anything change" check;
 - `resolve(path)`: where a path leads through its symlinks, for judging someone else's path
@@ -24,7 +26,7 @@ import errno
 import os
 import posixpath
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.ports.hostfs import MAX_SYMLINK_HOPS, HostReadError
@@ -80,6 +82,15 @@ class WalkEntry:
     stat: NodeStat
     # for a directory: the mount ID of the descriptor that was opened (the kernel's mnt_id)
     mount_id: int | None = None
+    # asked for by `read`: a symlink's target, or a regular file's bytes (None when it was
+    # larger than asked, or changed or could not be read: the caller treats it as unreadable)
+    link: str | None = None
+    data: bytes | None = None
+
+
+# walk(read=...): for an entry (its parts and lstat facts), how many bytes of a regular file
+# to read, or whether to read a symlink's target (any positive number); 0: nothing
+ReadWish = Callable[[tuple[str, ...], "NodeStat"], int]
 
 
 def split_host_path(path: str) -> list[str]:
@@ -128,10 +139,13 @@ class HostTree(Protocol):
         """The mount the directory at `path` is on. TreeError as `probe`, or "mount unknown"."""
         ...
 
-    def walk(self, path: str, *, max_depth: int = MAX_DEPTH) -> Iterator[WalkEntry]:
+    def walk(
+        self, path: str, *, max_depth: int = MAX_DEPTH, read: ReadWish | None = None
+    ) -> Iterator[WalkEntry]:
         """Every entry below the directory at `path`, parents before children, names sorted.
         Symlinks are reported, never entered. TreeError as `probe`, or for an unreadable
-        directory or one deeper than `max_depth`."""
+        directory or one deeper than `max_depth`. `read`: which symlinks' targets and which
+        regular files' bytes (at most how many) to report with the entry."""
         ...
 
     def statvfs(self, path: str) -> tuple[int, int]:
@@ -211,7 +225,9 @@ class RootedHostTree:
         finally:
             os.close(fd)
 
-    def walk(self, path: str, *, max_depth: int = MAX_DEPTH) -> Iterator[WalkEntry]:
+    def walk(
+        self, path: str, *, max_depth: int = MAX_DEPTH, read: ReadWish | None = None
+    ) -> Iterator[WalkEntry]:
         top = self.open_dir(path)
         # (descriptor, its parts, sorted names still to visit), deepest last
         stack: list[tuple[int, tuple[str, ...], list[str]]] = []
@@ -233,7 +249,13 @@ class RootedHostTree:
                 except OSError as exc:
                     raise TreeError(shown, reason_of(exc)) from None
                 if not st.is_dir:
-                    yield WalkEntry(where, st)
+                    wish = read(where, st) if read is not None else 0
+                    if wish > 0 and st.is_symlink:
+                        yield WalkEntry(where, st, link=_readlink(fd, name))
+                    elif wish > 0 and stat.S_ISREG(st.mode):
+                        yield WalkEntry(where, st, data=_read_small(fd, name, st, wish))
+                    else:
+                        yield WalkEntry(where, st)
                     continue
                 if len(where) > max_depth:
                     raise TreeError(shown, "too deep")
@@ -319,6 +341,40 @@ class RootedHostTree:
                 done = []
             pending.extend(p for p in reversed(target.split("/")) if p not in ("", "."))
         return "/" + "/".join(done)
+
+
+def _readlink(parent: int, name: str) -> str | None:
+    try:
+        return os.readlink(name, dir_fd=parent)
+    except OSError:
+        return None
+
+
+def _read_small(parent: int, name: str, st: NodeStat, limit: int) -> bytes | None:
+    """At most `limit` bytes of the regular file `name`, if it is still the inode `st`; None
+    when it is larger, another file by now, or unreadable. O_NONBLOCK: a FIFO swapped in
+    cannot hang the walk."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=parent)
+    except OSError:
+        return None
+    try:
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino) != st.identity or not stat.S_ISREG(opened.st_mode):
+            return None
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(65536, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return None if total > limit else b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _normal(path: str) -> str:

@@ -3,10 +3,14 @@
 A cache is written once, when the host is created (`populate_model_caches`, from
 `Host.model_caches`), and never re-rendered: a boot re-renders the host's facts, and a cache the
 worker deleted must stay deleted. Layouts (names in `LAYOUTS`):
-- `huggingface`: a Hugging Face hub with two `models--*` (blobs, refs, snapshots whose files are
-  relative symlinks into blobs, as huggingface_hub writes them), a `datasets--*`, `.locks`,
-  `version.txt`, and the credentials `token` / `stored_tokens` next to them: all but the
-  models must survive a cleanup;
+- `huggingface`: a Hugging Face hub as huggingface_hub 1.32 and later writes it: two
+  `models--*` (blobs, refs, snapshots whose files are relative symlinks into blobs) whose
+  weights are Xet files kept once in the shared blob store (`blobs/<2 hex>/<64 hex>` with its
+  `.refs` manifest and `.lock`, the marker `blobs/.huggingface-shared-blobs`; the repository's
+  `blobs/<etag>` is a relative symlink into it), a `datasets--*` that shares one store blob
+  with a model, `.locks`, `version.txt`, the credentials `token` / `stored_tokens`, and Xet's
+  chunk cache beside the hub (`huggingface/xet`): all but the models, the store blobs only
+  they use and the chunk cache must survive a cleanup;
 - `ollama`: Ollama's `blobs` and `manifests`, plus a sibling file and the key next to the
   root (`/root/.ollama/id_ed25519`), which must survive;
 - `symlinked-root`: the hub itself is a symlink (to /srv/hf-hub): the inventory is untrusted;
@@ -56,27 +60,81 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _hf_model(hub: Path, repo: str, files: dict[str, int]) -> None:
-    """One `models--org--name` directory as huggingface_hub lays it out."""
-    base = hub / f"models--{repo.replace('/', '--')}"
-    revision = hashlib.sha1(repo.encode()).hexdigest()
+STORE_MARKER = ".huggingface-shared-blobs"
+# files this large are "Xet files" here: kept in the shared store, as most Hub weights are
+XET_MIN_BYTES = 8192
+
+
+def _shared_blob(hub: Path, repo_dir: str, etag: str, size: int, seed: str) -> None:
+    """`<repo_dir>/blobs/<etag>` as huggingface_hub's shared store writes it: the payload once
+    in `blobs/<xet hash[:2]>/<xet hash>`, a reference line appended to its manifest, its lock,
+    and the repository's blob a relative symlink into the store."""
+    store = hub / "blobs"
+    store.mkdir(parents=True, exist_ok=True)
+    (store / STORE_MARKER).write_text("1\n", encoding="utf-8")
+    xet_hash = hashlib.sha256(f"xet:{seed}".encode()).hexdigest()
+    payload = store / xet_hash[:2] / xet_hash
+    if not payload.exists():
+        _blob(payload, size, seed)
+        os.chmod(payload, 0o400)
+    (store / xet_hash[:2] / f"{xet_hash}.lock").touch()
+    with open(store / xet_hash[:2] / f"{xet_hash}.refs", "a", encoding="utf-8") as refs:
+        refs.write(f"{repo_dir}/blobs/{etag}\n")
+    link = hub / repo_dir / "blobs" / etag
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(f"../../blobs/{xet_hash[:2]}/{xet_hash}", link)
+
+
+def _hf_repo(hub: Path, repo_dir: str, files: dict[str, int],
+             seeds: dict[str, str] | None = None) -> None:
+    """One `<type>s--org--name` directory as huggingface_hub lays it out; a file of at least
+    XET_MIN_BYTES goes to the shared store. `seeds` names a file's content (the same seed in
+    two repositories is one store blob)."""
+    base = hub / repo_dir
+    revision = hashlib.sha1(repo_dir.encode()).hexdigest()
     _write(base / "refs" / "main", revision)
     for name, size in files.items():
-        digest = _blob(base / "blobs" / "pending", size, f"{repo}/{name}")
-        os.replace(base / "blobs" / "pending", base / "blobs" / digest)
+        seed = (seeds or {}).get(name, f"{repo_dir}/{name}")
+        etag = hashlib.sha256(seed.encode()).hexdigest()
+        if size >= XET_MIN_BYTES:
+            _shared_blob(hub, repo_dir, etag, size, seed)
+        else:
+            _blob(base / "blobs" / "pending", size, seed)
+            os.replace(base / "blobs" / "pending", base / "blobs" / etag)
         link = base / "snapshots" / revision / name
         link.parent.mkdir(parents=True, exist_ok=True)
-        depth = len(Path(name).parts) + 1  # snapshots/<rev>/<name...> up to the model dir
-        os.symlink("/".join([".."] * depth) + f"/blobs/{digest}", link)
+        depth = len(Path(name).parts) + 1  # snapshots/<rev>/<name...> up to the repo dir
+        os.symlink("/".join([".."] * depth) + f"/blobs/{etag}", link)
+
+
+def _hf_model(hub: Path, repo: str, files: dict[str, int],
+              seeds: dict[str, str] | None = None) -> None:
+    _hf_repo(hub, f"models--{repo.replace('/', '--')}", files, seeds)
+
+
+# the one store blob a model shares with a dataset: it must survive the cleanup
+SHARED_WITH_DATASET = "shared tokenizer"
+
+
+def _xet_chunk_cache(xet: Path, size: int) -> None:
+    """Xet's own cache beside the hub (hf-xet): chunk and shard caches per endpoint, logs."""
+    endpoint = xet / "https___huggingface.co"
+    _blob(endpoint / "chunk-cache" / "ab" / ("ab" + "1" * 62), size, "xet chunk")
+    _blob(endpoint / "shard-cache" / ("c" * 64 + ".mdb"), 4096, "xet shard")
+    _write(xet / "logs" / "xet-20261201.log", "simulated\n")
 
 
 def _huggingface(root: Path, size: int, hub: Path | None = None) -> None:
     hub = hub or root / HF_HUB
+    shared = {"tokenizer.json": SHARED_WITH_DATASET}
     _hf_model(hub, "Qwen/Qwen3-8B", {"config.json": 4096, "model-00001-of-00002.safetensors":
-                                      size, "model-00002-of-00002.safetensors": size})
+                                      size, "model-00002-of-00002.safetensors": size,
+                                      "tokenizer.json": XET_MIN_BYTES}, shared)
     _hf_model(hub, "meta-llama/Llama-3.2-1B", {"config.json": 4096, "model.safetensors": size})
-    _write(hub / "datasets--rajpurkar--squad" / "refs" / "main", "0" * 40)
+    _hf_repo(hub, "datasets--rajpurkar--squad", {"tokenizer.json": XET_MIN_BYTES}, shared)
     _blob(hub / "datasets--rajpurkar--squad" / "blobs" / "train", size, "squad")
+    if hub == root / HF_HUB:
+        _xet_chunk_cache(hub.parent / "xet", size)
     _write(hub / ".locks" / "models--Qwen--Qwen3-8B" / "x.lock", "")
     _write(hub / "version.txt", "1")
     # credentials: next to the models (never deleted) and where huggingface_hub keeps them

@@ -17,9 +17,12 @@ CACHES = "strix-halo-ubuntu-26.04-model-cache"
 READY = "strix-halo-ubuntu-26.04-ready"
 HUB = "root/.cache/huggingface/hub"
 OLLAMA = "root/.ollama/models"
+XET = "root/.cache/huggingface/xet"
 ENTRIES = (
     f"{HUB}/models--Qwen--Qwen3-8B",
     f"{HUB}/models--meta-llama--Llama-3.2-1B",
+    f"{XET}/https___huggingface.co",
+    f"{XET}/logs",
     f"{OLLAMA}/manifests",
     f"{OLLAMA}/blobs",
 )
@@ -33,7 +36,20 @@ SURVIVORS = (
     "root/.cache/huggingface/token",
     f"{OLLAMA}/keep-me.txt",
     "root/.ollama/id_ed25519",
+    f"{HUB}/blobs/.huggingface-shared-blobs",
 )
+
+
+def store_payloads(world: World) -> set[str]:
+    """The names of the payloads in the hub's shared blob store."""
+    store = world.root / HUB / "blobs"
+    return {p.name for p in store.glob("??/*") if len(p.name) == 64}
+
+
+def dataset_payload(world: World) -> str:
+    """The store payload the simulated dataset shares with a model: it must stay."""
+    link = world.root / HUB / "datasets--rajpurkar--squad/blobs"
+    return next(p.resolve().name for p in link.iterdir() if p.is_symlink())
 
 
 def present(world: World, rel: str) -> bool:
@@ -47,6 +63,9 @@ def entries_left(world: World) -> list[str]:
 def assert_survivors(world: World) -> None:
     missing = [rel for rel in SURVIVORS if not (world.root / rel).is_file()]
     assert missing == [], missing
+    # the dataset's file still reads through its symlink into the store
+    dataset = world.root / HUB / "datasets--rajpurkar--squad/snapshots"
+    assert all(p.read_bytes() for p in dataset.rglob("*") if p.is_symlink())
 
 
 def snapshot(root: Path) -> set[str]:

@@ -15,16 +15,19 @@ from tests.harness.world import World
 from tests.model_cache.cluster import pod
 from tests.model_cache.e2e import (
     CACHES,
+    HUB,
     ENTRIES,
     READY,
     assert_survivors,
     clear,
+    dataset_payload,
     entries_left,
     fresh_cluster,
     fresh_report,
     ns,
     snapshot,
     status,
+    store_payloads,
 )
 
 pytestmark = [pytest.mark.apiserver, pytest.mark.usefixtures("fresh_cluster")]
@@ -40,20 +43,30 @@ def test_a_cleanup_of_a_simulated_host(tmp_path: Path, kube: Any) -> None:
     assert [c["id"] for c in cache["caches"]] == ["huggingface", "ollama"]
     assert all(c["clearable"] and c["usedBytes"] > 0 for c in cache["caches"])
     assert cache["totalBytes"] > 0 and 0 < cache["freeBytes"] <= cache["totalBytes"]
+    payloads, kept = store_payloads(world), dataset_payload(world)
+    assert len(payloads) == 4 and kept in payloads  # three only the models use, one shared
     clear(world)
     assert world.drive() == "Succeeded"
     op = world.state().operation
     assert op is not None
-    assert "The model caches were cleared: about" in op.message and "freed" in op.message
+    assert "The model caches were cleared: less than 0.1 GiB was freed." == op.message
     assert entries_left(world) == []
     assert_survivors(world)
+    # the store keeps only the dataset's payload (with its manifest and every lock file)
+    assert store_payloads(world) == {kept}
+    store = world.root / HUB / "blobs"
+    assert {p.name for p in store.glob("??/*.refs")} == {f"{kept}.refs"}
+    assert {p.name for p in store.glob("??/*.lock")} == {f"{n}.lock" for n in payloads}
     # one deletion per entry, each under the step protocol, and never one twice
     deleted = [s.inputs["entry"] for s in op.steps if s.name == "delete-cache-entry"]
     assert sorted(deleted) == sorted(os.path.basename(e) for e in ENTRIES)
+    swept = [n for s in op.steps if s.name == "sweep-shared-blobs" for n in s.inputs["blobs"]]
+    assert sorted(swept) == sorted(payloads - {kept})
     assert all(s.outcome == "done" for s in op.steps)
     events = [e["event"] for e in world.journal()]
-    assert events.count("intent:delete-cache-entry") == 4
-    assert events.count("outcome:delete-cache-entry") == 4
+    assert events.count("intent:delete-cache-entry") == len(ENTRIES)
+    assert events.count("outcome:delete-cache-entry") == len(ENTRIES)
+    assert events.count("outcome:sweep-shared-blobs") == 1
     # afterwards: nothing left to clear, so nothing offered
     after = fresh_report(world)
     assert after["modelCache"]["reclaimableBytes"] == 0

@@ -17,14 +17,20 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS_BY_ID, clearable_entry
+from magicstick_host.domain.model_cache_inventory import (
+    CACHE_ROOTS_BY_ID,
+    HUGGINGFACE,
+    clearable_entry,
+)
 from magicstick_host.effects.model_cache import DeleteOutcome
 from magicstick_host.effects.model_cache import delete_cache_entry as delete_at
+from magicstick_host.effects.model_cache_shared import sweep_shared_blobs
 from magicstick_host.sim.writer import create_host
 from tests.model_cache.helpers import HUB, OLLAMA, bare_root, walk, write
 from tests.model_cache.mounts import mounted
 
-ROOT_OF = {"huggingface": HUB, "ollama": OLLAMA}
+XET = "root/.cache/huggingface/xet"
+ROOT_OF = {"huggingface": HUB, "huggingface-xet": XET, "ollama": OLLAMA}
 
 
 def delete_cache_entry(
@@ -64,17 +70,28 @@ def test_the_simulated_host_is_cleared_and_everything_else_stays(tmp_path: Path)
     create_host("strix-halo-ubuntu-26.04-model-cache-symlink-inside", tmp_path / "h")
     root = tmp_path / "h"
     before = walk(root)
-    allowed = {root / HUB / e.name for e in before.root("huggingface").clearable_entries}  # type: ignore[union-attr]
+    hub = before.root("huggingface")
+    assert hub is not None and hub.identity is not None and len(hub.shared_blobs) == 3
+    allowed = {root / HUB / e.name for e in hub.clearable_entries}
+    allowed |= {root / XET / name for name in os.listdir(root / XET)}
     allowed |= {root / OLLAMA / "blobs", root / OLLAMA / "manifests"}
+    for blob in hub.shared_blobs:  # the payload and its manifest; its lock file stays
+        allowed |= {root / HUB / "blobs" / blob.name[:2] / f"{blob.name}{suffix}"
+                    for suffix in ("", ".refs")}
     kept = snapshot(root, allowed)
     freed = 0
-    for cache_id in ("huggingface", "ollama"):
+    for cache_id in ("huggingface", "huggingface-xet", "ollama"):
         inv_root = before.root(cache_id)
         assert inv_root is not None and inv_root.identity is not None
         for entry in inv_root.clearable_entries:
             out = delete_cache_entry(str(root), cache_id, entry.name, inv_root.identity)
             assert out.ok, out.detail
             assert out.freed_bytes == entry.bytes, entry.name
+            freed += out.freed_bytes
+        if cache_id == "huggingface":  # once the models are gone, as the operation does
+            out = sweep_shared_blobs(str(root), HUGGINGFACE.path, hub.identity,
+                                     [b.name for b in hub.shared_blobs])
+            assert out.ok and out.freed_bytes == sum(b.bytes for b in hub.shared_blobs), out
             freed += out.freed_bytes
     assert freed == before.reclaimable_bytes
     assert snapshot(root) == kept

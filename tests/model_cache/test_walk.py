@@ -23,7 +23,7 @@ def test_missing_roots_are_empty_caches(tmp_path: Path) -> None:
     inv = walk(bare_root(tmp_path))
     assert inv.trusted and inv.reclaimable_bytes == 0 and inv.inodes == 0
     assert [(r.id, r.identity, r.used_bytes) for r in inv.roots] == [
-        ("huggingface", None, 0), ("ollama", None, 0)]
+        ("huggingface", None, 0), ("huggingface-xet", None, 0), ("ollama", None, 0)]
     assert inv.total_bytes and inv.free_bytes is not None
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from magicstick_host.domain.decisions import ClassifiedStep, Situation, Wait
 from magicstick_host.domain.operations.clear_model_cache import data, request
-from magicstick_host.domain.operations.clear_model_cache.declared import DELETE_STEP
+from magicstick_host.domain.operations.clear_model_cache.declared import DELETE_STEP, SWEEP_STEP
 from magicstick_host.domain.operations.kind import (
     LegacyRules,
     OperationKind,
@@ -53,6 +53,6 @@ CLEAR_MODEL_CACHE = OperationKind(
     phases=PhaseTable(_phases),
     classify=_classify,
     restart_budget=0,
-    steps=frozenset({DELETE_STEP}),
+    steps=frozenset({DELETE_STEP, SWEEP_STEP}),
     legacy=LegacyRules(data=data.legacy_data, resumes={}),
 )

@@ -17,21 +17,31 @@ from magicstick_host.domain.decisions import (
     Situation,
     Wait,
 )
-from magicstick_host.domain.model_cache import BLOCKED_MESSAGE, approx_gib
+from magicstick_host.domain.model_cache import BLOCKED_MESSAGE, about_gib
 from magicstick_host.domain.model_cache_cleanup import (
+    CleanupEntry,
     DeleteNext,
     interrupted_message,
+    kept_in_sweeps,
+    kept_note,
     kept_summary,
+    next_batch,
     next_step,
     plan_entries,
+    succeeded_message,
 )
-from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS_BY_ID
+from magicstick_host.domain.model_cache_inventory import (
+    CACHE_ROOTS_BY_ID,
+    HUGGINGFACE,
+    SHARED_BLOBS,
+)
 from magicstick_host.domain.operations.clear_model_cache.data import (
+    CleanupData,
     data_of,
     planned,
     remaining_entries,
 )
-from magicstick_host.domain.operations.clear_model_cache.declared import DELETE_STEP
+from magicstick_host.domain.operations.clear_model_cache.declared import DELETE_STEP, SWEEP_STEP
 from magicstick_host.domain.operations.clear_model_cache.request import facts_of
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
@@ -79,7 +89,7 @@ def preparing(op: Operation, now: Situation) -> Decision:
     what = "entry" if len(entries) == 1 else "entries"
     return SetPhase(
         Phase.APPLYING,
-        f"Deleting {len(entries)} model-cache {what} (about {approx_gib(total)}), one at a "
+        f"Deleting {len(entries)} model-cache {what} ({about_gib(total)}), one at a "
         "time.",
         data=replace(data, planned=True, remaining=planned(entries)),
     )
@@ -111,7 +121,11 @@ def applying(op: Operation, now: Situation) -> Decision:
         freed=data.freed_bytes,
     )
     if not isinstance(step, DeleteNext):
+        if step.phase == Phase.SUCCEEDED.value:
+            return SetPhase(Phase.SUCCEEDED, finished_message(op, data.freed_bytes))
         return SetPhase(Phase(step.phase), step.message)
+    if step.entry.cache == SHARED_BLOBS:
+        return sweep(data, remaining)
     entry = step.entry
     left = remaining[1:]
     freed = data.freed_bytes + entry.bytes
@@ -125,7 +139,7 @@ def applying(op: Operation, now: Situation) -> Decision:
             "rootIdentity": list(entry.root_identity),
         },
         phase_on_done=Phase.APPLYING,
-        message_on_done=(f"Deleted {entry.path} ({after}; about {approx_gib(freed)} freed so "
+        message_on_done=(f"Deleted {entry.path} ({after}; {about_gib(freed)} freed so "
                          "far)."),
         # the effect's reason is appended
         message_on_failure=(f"Deleting {entry.path} stopped; remaining cache files were kept. "
@@ -133,6 +147,41 @@ def applying(op: Operation, now: Situation) -> Decision:
         data_on_done=replace(data, remaining=list(data.remaining[1:]), deleted=data.deleted + 1,
                              freed_bytes=freed),
     )
+
+
+def sweep(data: CleanupData, remaining: tuple[CleanupEntry, ...]) -> RunStep:
+    """One batch of shared-store payloads, each deleted with its manifest under the library's
+    lock (the effect keeps and counts a locked one or one in use again)."""
+    batch = next_batch(remaining)
+    left = remaining[len(batch):]
+    planned_bytes = sum(e.bytes for e in batch)
+    freed = data.freed_bytes + planned_bytes
+    after = f"{len(left)} entries left" if left else "none left"
+    return RunStep(
+        step=SWEEP_STEP,
+        inputs={
+            "root": HUGGINGFACE.path,
+            "rootIdentity": list(batch[0].root_identity),
+            "blobs": [e.name for e in batch],
+        },
+        phase_on_done=Phase.APPLYING,
+        message_on_done=(f"Swept {len(batch)} shared blobs of {HUGGINGFACE.path} ({after})."),
+        message_on_failure=(f"Deleting the shared blobs of {HUGGINGFACE.path} stopped; "
+                            f"remaining cache files were kept. "
+                            f"{kept_summary(remaining, data.freed_bytes)} Reason:"),
+        data_on_done=replace(data, remaining=list(data.remaining[len(batch):]),
+                             deleted=data.deleted + len(batch), freed_bytes=freed),
+    )
+
+
+def finished_message(op: Operation, planned_freed: int) -> str:
+    """Succeeded: the space freed, less what the sweeps kept (and said why)."""
+    kept = kept_in_sweeps([s.detail for s in op.steps
+                           if s.name == SWEEP_STEP and s.outcome == "done"])
+    kept_bytes = sum(size for _, size in kept.values())
+    note = kept_note(kept)
+    message = succeeded_message(max(planned_freed - kept_bytes, 0))
+    return f"{message} {note}" if note else message
 
 
 def classify(op: Operation, now: Situation) -> ClassifiedStep | Wait:
@@ -148,6 +197,7 @@ def classify(op: Operation, now: Situation) -> ClassifiedStep | Wait:
         message = interrupted_message(remaining[0], remaining, data.freed_bytes)
     return ClassifiedStep(
         "unknown",
-        f"{step.name} of {step.inputs.get('entry')!r} has no recorded outcome",
+        f"{step.name} of {step.inputs.get('entry', 'the shared blobs')!r} has no recorded "
+        "outcome",
         SetPhase(Phase.INTERRUPTED, message, outcome="uncertain"),
     )
