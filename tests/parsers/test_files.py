@@ -71,7 +71,20 @@ def test_os_release_example() -> None:
     assert values["PRETTY_NAME"] == "Ubuntu Resolute Raccoon"
 
 
-@pytest.mark.parametrize("text", ['ID="ubuntu\n', "just words\n", "ID=a b\n", 'ID="a"b\n'])
+@pytest.mark.parametrize(("text", "values"), [
+    ('ID="ubuntu\n', {"ID": "ubuntu\n"}),  # an unterminated quote runs to the end
+    ("just words\n", {}),  # a line without `=` is ignored
+    ("ID=a b  \n", {"ID": "a b"}),
+    ('ID="a"b\n', {"ID": "ab"}),
+    ("ID=ubuntu\r\nVERSION_ID='24.04'\r\n", {"ID": "ubuntu", "VERSION_ID": "24.04"}),
+])
+def test_os_release_reads_what_systemd_reads(text: str, values: dict[str, str]) -> None:
+    """systemd's reading, not the shell's (tests/owners/test_os_release.py holds it to
+    systemd's own parser)."""
+    assert parse_os_release(text) == values
+
+
+@pytest.mark.parametrize("text", ["ID=ubuntu\x00\n", "ID=\udc80\n"])
 def test_os_release_rejects(text: str) -> None:
     with pytest.raises(ParseError):
         parse_os_release(text)
