@@ -15,8 +15,8 @@ from tests.harness.world import World
 from tests.model_cache.cluster import pod
 from tests.model_cache.e2e import (
     CACHES,
-    HUB,
     ENTRIES,
+    HUB,
     READY,
     assert_survivors,
     clear,
@@ -49,7 +49,7 @@ def test_a_cleanup_of_a_simulated_host(tmp_path: Path, kube: Any) -> None:
     assert world.drive() == "Succeeded"
     op = world.state().operation
     assert op is not None
-    assert "The model caches were cleared: less than 0.1 GiB was freed." == op.message
+    assert op.message == "The model caches were cleared: less than 0.1 GiB was freed."
     assert entries_left(world) == []
     assert_survivors(world)
     # the store keeps only the dataset's payload (with its manifest and every lock file)
