@@ -66,7 +66,8 @@ def parse_modprobe(text: str) -> tuple[ModprobeCommand, ...]:
         command, module = words[0], normalize_name(words[1])
         params: list[tuple[str, str | None]] = []
         if command == "options":
-            rest = line.split(None, 2)[2] if len(words) > 2 else ""
+            # kmod passes the options with every tab a blank (modprobe --showconfig shows it)
+            rest = line.split(None, 2)[2].replace("\t", " ") if len(words) > 2 else ""
             for word in _split_params(rest):
                 key, sep, value = word.partition("=")
                 params.append((normalize_name(key), value.strip('"') if sep else None))
