@@ -9,7 +9,8 @@ dashboard see.
    the runtime and registers it;
 3. GPU memory: a bigger firmware carve-out and a dynamic limit, across two restarts;
 4. network: a DHCP→static change confirmed in time, and a wrong Wi-Fi key rolled back.
-5. model cache: a cleanup refused while a model Pod is pending, then done entry by entry.
+5. model cache: a cleanup refused while a model Pod is pending, then done entry by entry, and
+   the shared blob store freed of what only the models used.
 """
 
 from __future__ import annotations
@@ -288,6 +289,7 @@ def network_demo(work: Path, server: KubeServer, cluster: KubeCluster) -> str:
 # -- 4. clear-model-cache (issue 12) ------------------------------------------------------------
 GIB = 1024**3
 HUB = "root/.cache/huggingface/hub"
+XET = "root/.cache/huggingface/xet"
 DEMO_NS = "demo-models"
 
 
@@ -295,14 +297,27 @@ def gib(n: int) -> str:
     return f"{n / GIB:.2f} GiB"
 
 
+def store_summary(store: Path) -> str:
+    """The payloads of the shared blob store and their allocated size."""
+    payloads = [p for p in store.glob("??/*") if len(p.name) == 64]
+    return f"{len(payloads)} payloads, {gib(sum(p.stat().st_blocks * 512 for p in payloads))}"
+
+
 def model_cache_demo(work: Path, server: KubeServer, cluster: KubeCluster) -> str:
     banner("5. model cache: Hugging Face and Ollama caches; a model that blocks; the cleanup")
     host = DemoHost(work, server, cluster, "strix-cache", "strix-halo-ubuntu-26.04-model-cache")
-    # weights of a realistic size (allocated, not written): 2 x 1 GiB of Qwen3-8B shards
+    # weights of a realistic size (allocated, not written): 2 x 1 GiB of Qwen3-8B shards. As
+    # huggingface_hub 1.32+ keeps them: once in the hub's shared blob store, the model's
+    # blobs/<etag> only a symlink into it
+    store = host.root / HUB / "blobs"
     shards = sorted((host.root / HUB / "models--Qwen--Qwen3-8B/blobs").iterdir())
-    for shard in [s for s in shards if s.stat().st_size > 8192][:2]:
-        with shard.open("r+b") as f:
+    weights = [s.resolve() for s in shards if s.is_symlink()]
+    for payload in sorted(weights, key=lambda p: p.stat().st_size, reverse=True)[:2]:
+        os.chmod(payload, 0o600)  # the library leaves payloads read-only
+        with payload.open("r+b") as f:
             os.posix_fallocate(f.fileno(), 0, GIB)
+        os.chmod(payload, 0o400)
+    print(f"  shared blob store {HUB}/blobs: {store_summary(store)}")
     host.tick(quiet=True)
     cache = host.report()["modelCache"]
     for c in cache["caches"]:
@@ -330,6 +345,8 @@ def model_cache_demo(work: Path, server: KubeServer, cluster: KubeCluster) -> st
     phase = host.drive()
     left = sorted(p.name for p in (host.root / HUB).iterdir())
     print(f"  left in the Hugging Face hub: {left}")
+    print(f"  shared blob store now: {store_summary(store)} (the dataset's one stays)")
+    print(f"  Xet chunk cache left: {sorted(os.listdir(host.root / XET))}")
     after = host.report()["modelCache"]
     print(f"  now: reclaimable {gib(after['reclaimableBytes'])}, disk {gib(after['freeBytes'])} "
           f"free; message: {after['message']}")

@@ -26,7 +26,9 @@ from magicstick_host.domain.model_cache_inventory import (
     clearable_entry,
 )
 from magicstick_host.domain.model_cache_shared import STORE_DIR, blob_path
-from magicstick_host.lazy_pattern import LazyPattern
+from magicstick_host.hf_store_format import kept_in_sweeps, sweep_detail
+
+__all__ = ["kept_in_sweeps", "sweep_detail"]  # the sweep step's detail, read by the decisions
 from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.static import TYPE_CHECKING
 
@@ -99,30 +101,6 @@ def next_batch(remaining: tuple[CleanupEntry, ...]) -> tuple[CleanupEntry, ...]:
             break
         batch.append(entry)
     return tuple(batch)
-
-
-# what the sweep effect (effects/model_cache_shared.py) says about the payloads it kept; the
-# final message adds them up (`kept_in_sweeps`), so the wording and its pattern live together
-def sweep_detail(deleted: int, freed: int, locked: tuple[int, int], in_use: tuple[int, int]) -> str:
-    """`locked`, `in_use`: (payloads, allocated bytes) kept because another process held the
-    library's lock, or because a repository links to it again (or its manifest went bad)."""
-    return (f"deleted {deleted} shared blobs ({freed} bytes freed); "
-            f"kept {locked[0]} locked ({locked[1]} bytes); kept {in_use[0]} in use ({in_use[1]} "
-            "bytes)")
-
-
-_KEPT = LazyPattern(r"kept (\d+) (locked|in use) \((\d+) bytes\)")
-
-
-def kept_in_sweeps(details: list[str]) -> dict[str, tuple[int, int]]:
-    """"locked" / "in use" -> (payloads, bytes) kept, over the sweep steps' details."""
-    kept = {"locked": (0, 0), "in use": (0, 0)}
-    for detail in details:
-        for found in _KEPT.finditer(detail):
-            count, why, size = found.groups()
-            n, b = kept[why]
-            kept[why] = (n + int(count), b + int(size))
-    return kept
 
 
 def kept_note(kept: dict[str, tuple[int, int]]) -> str:

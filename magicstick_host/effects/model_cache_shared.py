@@ -24,9 +24,9 @@ import fcntl
 import os
 import stat
 
-from magicstick_host.domain import model_cache_shared as shared
-from magicstick_host.domain.model_cache_cleanup import sweep_detail
+from magicstick_host import hf_store_format as shared
 from magicstick_host.effects.model_cache import DeleteOutcome
+from magicstick_host.hf_store_format import sweep_detail
 from magicstick_host.ports.hosttree import (
     DIR_FLAGS,
     MISSING,

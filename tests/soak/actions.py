@@ -273,10 +273,13 @@ ACTIONS: tuple[SoakAction, ...] = (
         # seen by the observer in sysfs (tests/soak/observe.py), not in the effects log
         "carveout-write": "write-carveout",
     }),
-    # seen by the observer in the cache roots (tests/soak/observe.py); an entry the cleanup
-    # may not delete ("cache-entry-removed-not-clearable") maps to no step: a violation
+    # seen by the observer in the cache roots and the hub's shared store
+    # (tests/soak/observe.py); an entry or store payload the cleanup may not delete
+    # ("cache-entry-removed-not-clearable", "shared-blob-removed-not-clearable") maps to no
+    # step: a violation
     SoakAction("clear-model-cache", 1.0, _model_cache_offered, _model_cache_spec,
-               {"cache-entry-removed": "delete-cache-entry"}),
+               {"cache-entry-removed": "delete-cache-entry",
+                "shared-blobs-swept": "sweep-shared-blobs"}),
     # weighted up: only the network host offers it, and its trial is the longest path
     SoakAction("configure-network", 3.0, _network_offered, _network_spec, NETWORK_EFFECTS,
                prepare=_request_secret, respond=_confirm),

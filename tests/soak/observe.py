@@ -5,7 +5,9 @@ which move or rewrite files; these only read.
 - the journal (every intact line; torn or garbled lines are skipped, as the worker skips them);
 - the simulator's effects log, incrementally (only whole lines);
 - the firmware carve-out selections in sysfs, whose writes the effects log does not record;
-- the top-level entries of the model-cache roots, whose deletions it does not record either.
+- the top-level entries of the model-cache roots, whose deletions it does not record either,
+  and the payloads of the Hugging Face hub's shared blob store (model-cache.md), each with
+  whether an entry the cleanup keeps (`datasets--*`, `spaces--*`) links to it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from magicstick_host import schemas
-from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS
+from magicstick_host.domain import model_cache_shared as shared
+from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS, HUGGINGFACE
 from magicstick_host.domain.state import State
 from magicstick_host.domain.state_codec import state_from_json
 from magicstick_host.sim.effects_log import EFFECTS_LOG
@@ -136,15 +139,44 @@ def cache_entries(root: Path) -> dict[str, bool]:
         except OSError:
             continue
         out.update({f"{spec.path}/{name}": spec.clearable(name) for name in names})
+    out.update(shared_payloads(root))
     return out
+
+
+def shared_payloads(root: Path) -> dict[str, bool]:
+    """Each payload of the hub's shared store -> whether the cleanup may delete it: False when
+    a link from an entry it keeps leads to it (read here from the tree, not from the
+    worker's walk)."""
+    hub = root / HUGGINGFACE.path.lstrip("/")
+    store = hub / shared.STORE_DIR
+    if hub.is_symlink() or store.is_symlink() or not store.is_dir():
+        return {}
+    kept: set[str] = set()
+    for link in hub.glob("*--*/blobs/*"):
+        parts = tuple(link.relative_to(hub).parts)
+        if link.is_symlink() and not HUGGINGFACE.clearable(parts[0]):
+            target = shared.link_target(HUGGINGFACE.path, parts, os.readlink(link))
+            if target is not None:
+                kept.add(target)
+    return {shared.blob_path(HUGGINGFACE.path, p.name): p.name not in kept
+            for p in store.glob("??/*") if shared.is_store_name(p.parent.name, p.name)}
 
 
 def cache_removals(before: dict[str, bool], after: dict[str, bool], boot_id: str) -> list[Json]:
     """The cache entries gone after a tick, as effects: the simulator's effects log does not
     see the worker's own unlinks. An entry the cleanup may not delete is its own kind of
     effect, which no step explains."""
-    return [
+    gone = [(path, clearable) for path, clearable in sorted(before.items()) if path not in after]
+    store = f"{HUGGINGFACE.path}/{shared.STORE_DIR}/"
+    found = [
         {"effect": "cache-entry-removed" if clearable else "cache-entry-removed-not-clearable",
          "path": path, "bootId": boot_id}
-        for path, clearable in sorted(before.items()) if path not in after
+        for path, clearable in gone if not path.startswith(store)
     ]
+    # payloads go a batch per step: one effect per tick that swept any, against its intent
+    swept = [path for path, clearable in gone if path.startswith(store) and clearable]
+    if swept:
+        found.append({"effect": "shared-blobs-swept", "paths": swept, "bootId": boot_id})
+    found += [{"effect": "shared-blob-removed-not-clearable", "path": path, "bootId": boot_id}
+              for path, clearable in gone if path.startswith(store) and not clearable]
+    return found

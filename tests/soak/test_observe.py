@@ -4,6 +4,7 @@ roots (a removed entry is an effect, of its own kind when the cleanup may not de
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tests.soak.observe import cache_entries, cache_removals, carveout_writes
@@ -37,3 +38,25 @@ def test_removed_cache_entries_are_effects_by_whether_the_cleanup_may_delete_the
     assert [e["effect"] for e in gone] == ["cache-entry-removed",
                                            "cache-entry-removed-not-clearable"]
     assert cache_removals(before, before, "b") == []
+
+
+def test_removed_store_payloads_are_one_sweep_or_a_violation(tmp_path: Path) -> None:
+    """The shared store (model-cache.md): payloads only models use go as one sweep effect per
+    tick; one a dataset links to is its own kind of effect, which no step explains."""
+    hub = tmp_path / HF
+    store = hub / "blobs"
+    names = [c * 64 for c in "abc"]
+    for name in names:
+        (store / name[:2]).mkdir(parents=True)
+        (store / name[:2] / name).write_bytes(b"x")
+    (hub / "datasets--d/blobs").mkdir(parents=True)
+    os.symlink(f"../../blobs/cc/{'c' * 64}", hub / "datasets--d/blobs/e")
+    (hub / "models--m/blobs").mkdir(parents=True)
+    os.symlink(f"../../blobs/aa/{'a' * 64}", hub / "models--m/blobs/e")
+    before = cache_entries(tmp_path)
+    assert [before[f"/{HF}/blobs/{n[:2]}/{n}"] for n in names] == [True, True, False]
+    for name in names:
+        (store / name[:2] / name).unlink()
+    gone = cache_removals(before, cache_entries(tmp_path), "b")
+    effects = [(e["effect"], len(e.get("paths", [e.get("path")]))) for e in gone]
+    assert effects == [("shared-blobs-swept", 2), ("shared-blob-removed-not-clearable", 1)]

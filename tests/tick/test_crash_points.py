@@ -75,6 +75,8 @@ CASES: dict[str, tuple[str, Callable[[World], None]]] = {
 # crash anywhere from its intent to its saved outcome ends Interrupted; nothing is deleted
 # twice, and nothing but the allowed entries ever is
 DELETE_STEP = "delete-cache-entry"
+# the shared-store payloads only the deleted models used (issue 25): the same rule
+SWEEP_STEP = "sweep-shared-blobs"
 
 
 def clear_cache(world: World) -> None:
@@ -87,7 +89,8 @@ CASES["clear-model-cache"] = (CACHES, clear_cache)
 
 def never_resumed(case: str, point: str) -> bool:
     return case == "clear-model-cache" and point in (
-        f"after-effect:{DELETE_STEP}", f"before-save:outcome:{DELETE_STEP}")
+        f"after-effect:{DELETE_STEP}", f"before-save:outcome:{DELETE_STEP}",
+        f"after-effect:{SWEEP_STEP}", f"before-save:outcome:{SWEEP_STEP}")
 
 
 def assert_cache_entries_deleted_once(world: World) -> None:
@@ -95,7 +98,9 @@ def assert_cache_entries_deleted_once(world: World) -> None:
     assert op is not None
     tried = [s.inputs["entry"] for s in op.steps if s.name == DELETE_STEP]
     assert len(tried) == len(set(tried)), tried
-    assert_survivors(world)
+    swept = [n for s in op.steps if s.name == SWEEP_STEP for n in s.inputs["blobs"]]
+    assert len(swept) == len(set(swept)), swept
+    assert_survivors(world)  # the dataset's store payload among them
 # ----------------------------------------------------------------------------------------
 
 # a step whose outcome does not matter to the operation: an interrupted one is noted, not fatal
@@ -108,6 +113,7 @@ def effect_counts(world: World) -> Counter[str]:
     op = world.state().operation
     if op is not None:
         counted[DELETE_STEP] = sum(1 for s in op.steps if s.name == DELETE_STEP)
+        counted[SWEEP_STEP] = sum(1 for s in op.steps if s.name == SWEEP_STEP)
         counted["write-carveout"] = sum(1 for s in op.steps if s.name == "write-carveout"
                                         and s.outcome in ("done", "classified-done"))
     return counted

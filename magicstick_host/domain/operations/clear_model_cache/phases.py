@@ -86,11 +86,14 @@ def preparing(op: Operation, now: Situation) -> Decision:
         return SetPhase(Phase.SUCCEEDED, f"The model caches were already empty. "
                         f"{NOTHING_DELETED}")
     total = sum(e.bytes for e in entries)
-    what = "entry" if len(entries) == 1 else "entries"
+    blobs = sum(1 for e in entries if e.cache == SHARED_BLOBS)
+    top = len(entries) - blobs
+    what = f"{top} model-cache {'entry' if top == 1 else 'entries'}"
+    if blobs:  # deleted in batches once the models are gone, not one per tick
+        what += f" and {blobs} shared {'blob' if blobs == 1 else 'blobs'} only they used"
     return SetPhase(
         Phase.APPLYING,
-        f"Deleting {len(entries)} model-cache {what} ({about_gib(total)}), one at a "
-        "time.",
+        f"Deleting {what} ({about_gib(total)}), one step at a time.",
         data=replace(data, planned=True, remaining=planned(entries)),
     )
 
