@@ -8,67 +8,94 @@ from magicstick_host.collect.reader import Reader
 from magicstick_host.digests import sha256_hex
 from magicstick_host.domain.evidence import PackageInfo
 from magicstick_host.domain.parsers import ParseError
-from magicstick_host.domain.parsers.dpkg_status import installed_versions, parse_dpkg_status
+from magicstick_host.domain.parsers.dpkg_status import (
+    Unsettled,
+    installed_versions,
+    parse_dpkg_status,
+    unsettled_packages,
+)
 from magicstick_host.ports.command_memo import CommandMemo, recall_document, remember_document
 from magicstick_host.ports.hostfs import DPKG_STATUS_MAX_BYTES
 
 DPKG_STATUS = "/var/lib/dpkg/status"
 FIELD = "packages.installed"
 # what the memo's answers were parsed by; a change of the parser changes it
-PARSE_VERSION = "dpkg-status-1"
+PARSE_VERSION = "dpkg-status-2"
 
 
 def collect_packages(
     r: Reader, package_names: Sequence[str], kernel_release: str | None,
     memo: CommandMemo | None = None,
 ) -> PackageInfo:
-    return PackageInfo(
-        installed=_installed(r, package_names, kernel_release, memo),
-        boot_kernels=_boot_kernels(r),
-    )
+    installed, unsettled = _installed(r, package_names, kernel_release, memo)
+    return PackageInfo(installed=installed, boot_kernels=_boot_kernels(r), unsettled=unsettled)
 
 
-def installed_from_status(r: Reader, text: str,
-                          memo: CommandMemo | None) -> dict[str, tuple[str, ...]] | None:
-    """Installed package -> versions, from the status file's text; None (and an Unknown) when
-    it does not parse. Parsing ~700 stanzas is the largest piece of an idle tick's own work,
-    and the file changes only when packages do: the answer is remembered by its bytes."""
+# installed package -> versions, and the packages dpkg left between states
+Database = tuple[dict[str, tuple[str, ...]], tuple[Unsettled, ...]]
+
+
+def _recalled(remembered: object) -> Database | None:
+    if not isinstance(remembered, dict):
+        return None
+    versions, unsettled = remembered.get("versions"), remembered.get("unsettled")
+    if not (isinstance(versions, dict) and all(
+            isinstance(v, list) and all(isinstance(x, str) for x in v)
+            for v in versions.values())):
+        return None
+    if not (isinstance(unsettled, list) and all(
+            isinstance(u, list) and len(u) == 3 and all(isinstance(x, str) for x in u)
+            and len(u[2].split()) == 3 for u in unsettled)):
+        return None
+    return ({str(name): tuple(v) for name, v in versions.items()},
+            tuple(Unsettled(u[0], u[1], u[2]) for u in unsettled))
+
+
+def installed_from_status(r: Reader, text: str, memo: CommandMemo | None) -> Database | None:
+    """Installed package -> versions and the unsettled packages, from the status file's text;
+    None (and an Unknown) when it does not parse. Parsing ~700 stanzas is the largest piece of
+    an idle tick's own work, and the file changes only when packages do: the answer is
+    remembered by its bytes."""
     # no memo (the console's first inspect after a boot): no key to hash the file for
     key = "" if memo is None else (
         f"{PARSE_VERSION}:{sha256_hex(text.encode('utf-8', 'surrogateescape'))}")
     found, remembered = recall_document(memo, key)
     if found and isinstance(remembered, dict):
-        problem, versions = remembered.get("problem"), remembered.get("versions")
+        problem = remembered.get("problem")
         if isinstance(problem, str):
             r.unknown(FIELD, DPKG_STATUS, problem)
             return None
-        if isinstance(versions, dict) and all(
-                isinstance(v, list) and all(isinstance(x, str) for x in v)
-                for v in versions.values()):
-            return {str(name): tuple(v) for name, v in versions.items()}
+        recalled = _recalled(remembered)
+        if recalled is not None:
+            return recalled
     try:
-        parsed = installed_versions(parse_dpkg_status(text))
+        stanzas = parse_dpkg_status(text)
     except ParseError as exc:
         remember_document(memo, key, {"problem": str(exc)})
         r.unknown(FIELD, DPKG_STATUS, str(exc))
         return None
-    remember_document(memo, key, {"versions": {k: list(v) for k, v in parsed.items()}})
-    return parsed
+    parsed, unsettled = installed_versions(stanzas), unsettled_packages(stanzas)
+    remember_document(memo, key, {
+        "versions": {k: list(v) for k, v in parsed.items()},
+        "unsettled": [[u.package, u.architecture, u.status] for u in unsettled],
+    })
+    return parsed, unsettled
 
 
 def _installed(
     r: Reader, package_names: Sequence[str], kernel_release: str | None,
     memo: CommandMemo | None,
-) -> dict[str, str]:
+) -> tuple[dict[str, str], tuple[Unsettled, ...]]:
     names = list(dict.fromkeys(package_names))
     if kernel_release is not None:
         names.append(f"linux-image-{kernel_release}")
     text = r.text(DPKG_STATUS, FIELD, max_bytes=DPKG_STATUS_MAX_BYTES)
     if text is None:
-        return {}
-    versions = installed_from_status(r, text, memo)
-    if versions is None:
-        return {}
+        return {}, ()
+    database = installed_from_status(r, text, memo)
+    if database is None:
+        return {}, ()
+    versions, unsettled = database
     installed: dict[str, str] = {}
     for name in names:
         found = versions.get(name, ())
@@ -77,7 +104,7 @@ def _installed(
         elif found:
             r.unknown(f"packages.installed.{name}", DPKG_STATUS,
                       f"installed in several versions: {', '.join(found)}")
-    return installed
+    return installed, unsettled
 
 
 def _boot_kernels(r: Reader) -> tuple[str, ...]:

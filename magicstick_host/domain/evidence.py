@@ -10,6 +10,7 @@ This module is pure data plus a few derived predicates; the collector (collect/)
 from __future__ import annotations
 
 from magicstick_host.domain.network_evidence import NetworkEvidence
+from magicstick_host.domain.parsers.dpkg_status import Unsettled
 from magicstick_host.lite_dataclasses import dataclass, field
 
 STRIX_HALO_VENDOR = "1002"
@@ -170,6 +171,9 @@ class PackageInfo:
     installed: dict[str, str] = field(default_factory=dict)
     # kernel releases with both /boot/vmlinuz-R and /boot/initrd.img-R
     boot_kernels: tuple[str, ...] = ()
+    # every package of the dpkg database that dpkg left between states (`iU`, `iF`, `iH`, `iW`,
+    # `it`, any reinst-required): neither installed nor absent, and never in `installed`
+    unsettled: tuple[Unsettled, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -56,8 +56,10 @@ def _epoch(head: str, text: str) -> int:
     return value
 
 
-def parse_version(text: str) -> DebianVersion:
-    """Split a version; raises ValueError for anything dpkg calls bad syntax."""
+def _split(text: str) -> DebianVersion:
+    """The version's parts, or ValueError for what dpkg treats as an error everywhere (in a
+    status file too): empty, a blank inside, a bad epoch, nothing after it, an empty revision
+    or upstream version."""
     rest = text.strip(" \t")
     if not rest:
         raise ValueError(f"empty version {text!r}")
@@ -76,11 +78,28 @@ def parse_version(text: str) -> DebianVersion:
         raise ValueError(f"empty revision in version {text!r}")
     if not upstream:
         raise ValueError(f"empty upstream version in {text!r}")
+    return DebianVersion(epoch, upstream, revision)
+
+
+def parse_version(text: str) -> DebianVersion:
+    """Split a version; raises ValueError for anything dpkg calls bad syntax."""
+    version = _split(text)
+    upstream, revision = version.upstream, version.revision
     if upstream[0] not in _DIGITS or not set(upstream) <= _UPSTREAM_CHARS:
         raise ValueError(f"bad upstream version in {text!r}")
     if not set(revision) <= _REVISION_CHARS:
         raise ValueError(f"bad revision in version {text!r}")
-    return DebianVersion(epoch, upstream, revision)
+    return version
+
+
+def dpkg_refuses_version(text: str) -> bool:
+    """dpkg refuses a status file holding this version (an error); a version dpkg only warns
+    about (bad characters) it reads, and parse_version refuses."""
+    try:
+        _split(text)
+    except ValueError:
+        return True
+    return False
 
 
 def is_valid_version(text: str) -> bool:

@@ -256,8 +256,9 @@ def test_arch_missing_on_a_tree_is_unknown(strix: FakeHost) -> None:
 def test_multiarch_version_conflict(strix: FakeHost) -> None:
     strix.file("/var/lib/dpkg/status",
                "Package: linux-generic\nStatus: install ok installed\nArchitecture: amd64\n"
-               "Version: 1\n\nPackage: linux-generic\nStatus: install ok installed\n"
-               "Architecture: i386\nVersion: 2\n")
+               "Multi-Arch: same\nVersion: 1\n\nPackage: linux-generic\n"
+               "Status: install ok installed\nArchitecture: i386\nMulti-Arch: same\n"
+               "Version: 2\n")
     ev = collect(strix)
     assert "linux-generic" not in ev.packages.installed
     assert [u.field for u in ev.unknowns] == ["packages.installed.linux-generic"]
@@ -283,3 +284,40 @@ def test_persistenced_socket_must_be_a_socket(
     assert ev.nvidia.persistenced_socket_kind == kind
     assert ev.nvidia.persistenced_socket is (kind == "socket")
     assert bool(ev.unknown("nvidia.persistenced_socket")) is (kind == "unknown")
+
+
+def test_a_non_coinstallable_second_architecture_makes_the_database_unknown(
+    strix: FakeHost,
+) -> None:
+    """dpkg-query refuses this file (no Multi-Arch: same): nobody can say what is installed."""
+    strix.file("/var/lib/dpkg/status",
+               "Package: linux-generic\nStatus: install ok installed\nArchitecture: amd64\n"
+               "Version: 1\n\nPackage: linux-generic\nStatus: install ok installed\n"
+               "Architecture: i386\nVersion: 2\n")
+    ev = collect(strix)
+    assert ev.packages.installed == {}
+    assert [u.field for u in ev.unknowns] == ["packages.installed"]
+
+
+def test_a_kernel_awaiting_triggers_is_unsettled_not_absent(strix: FakeHost) -> None:
+    """An interrupted trigger run: the image awaits initramfs-tools' trigger (`iW`),
+    initramfs-tools has it pending (`it`); neither is installed nor absent (issue #25)."""
+    strix.file("/var/lib/dpkg/status",
+               "Package: linux-generic\nStatus: install ok installed\nArchitecture: amd64\n"
+               "Version: 7.0.0-31.31\n\n"
+               "Package: linux-image-7.0.0-31-generic\nStatus: install ok triggers-awaited\n"
+               "Architecture: amd64\nVersion: 7.0.0-31.31\nTriggers-Awaited: initramfs-tools\n\n"
+               "Package: initramfs-tools\nStatus: install ok triggers-pending\n"
+               "Architecture: all\nVersion: 0.142\nTriggers-Pending: update-initramfs\n\n"
+               "Package: old\nStatus: install reinstreq half-installed\nArchitecture: amd64\n"
+               "Version: 1\n")
+    ev = collect(strix)
+    assert "linux-image-7.0.0-31-generic" not in ev.packages.installed
+    assert [(u.package, u.status) for u in ev.packages.unsettled] == [
+        ("initramfs-tools", "install ok triggers-pending"),
+        ("linux-image-7.0.0-31-generic", "install ok triggers-awaited"),
+        ("old", "install reinstreq half-installed"),
+    ]
+    assert [u.fix for u in ev.packages.unsettled] == [
+        "dpkg --configure -a", "dpkg --configure -a", "apt-get install --reinstall old"]
+    assert not ev.unknown("packages")

@@ -18,6 +18,7 @@ from magicstick_host.domain.evidence import (
     PciInventory,
     Unknown,
 )
+from magicstick_host.domain.parsers.dpkg_status import Unsettled
 from magicstick_host.domain.plan.planner import EXPERIMENT_WARNING, plan_preparation
 from magicstick_host.domain.profiles import Profile
 from tests.domain.builders import (
@@ -495,3 +496,64 @@ def test_long_messages_are_clipped() -> None:
 
 def test_repo_path_exists() -> None:
     assert Path(REPO / "profiles").is_dir()
+
+
+# --- dpkg's unfinished work (issue #25): neither absent nor installed
+
+def _unsettled(*rows: tuple[str, str]) -> tuple[Unsettled, ...]:
+    return tuple(Unsettled(name, "amd64", status) for name, status in rows)
+
+
+def _with_unsettled(ev: Evidence, *rows: tuple[str, str]) -> Evidence:
+    return replace(ev, packages=replace(ev.packages, unsettled=_unsettled(*rows)))
+
+
+INTERRUPTED_TRIGGERS = (
+    ("initramfs-tools", "install ok triggers-pending"),
+    ("linux-image-7.0.0-31-generic", "install ok triggers-awaited"),
+)
+
+
+def test_a_target_kernel_awaiting_its_initramfs_is_not_restarted_into() -> None:
+    """The pinned meta package is installed and /boot has the target, which alone plans a
+    restart; the image still awaits initramfs-tools' trigger: blocked with the fix."""
+    ev = host(installed={"linux-generic": "7.0.0-31.31"},
+              boot_kernels=(TARGET, "6.17.0-14-generic"), release="6.17.0-14-generic")
+    assert plan_preparation(ev, PROFILES).to_json()["rebootRequired"] is True
+    doc = plan_preparation(_with_unsettled(ev, *INTERRUPTED_TRIGGERS), PROFILES).to_json()
+    assert doc["state"] == "blocked"
+    assert doc["packages"] == {} and doc["rebootRequired"] is False
+    assert "`dpkg --configure -a`" in doc["message"]
+    assert "linux-image-7.0.0-31-generic" in doc["message"]
+    PLAN_VALIDATOR.validate(doc)
+
+
+@pytest.mark.parametrize("status", [
+    "install ok unpacked", "install ok half-configured", "install ok triggers-pending",
+    "install ok triggers-awaited", "install ok half-installed", "install reinstreq installed",
+    "install reinstreq half-installed", "deinstall ok half-configured",
+])
+def test_an_unsettled_profile_package_is_not_reinstalled(status: str) -> None:
+    """Read as absent, the meta package would be installed again; it is blocked instead, with
+    dpkg --configure -a where that finishes it and a reinstall where dpkg needs one."""
+    ev = _with_unsettled(host(installed={}), ("linux-generic", status))
+    doc = plan_preparation(ev, PROFILES).to_json()
+    assert doc["state"] == "blocked" and doc["packages"] == {}
+    _, flag, state = status.split()
+    if flag == "reinstreq" or state == "half-installed":
+        assert "`apt-get install --reinstall linux-generic`" in doc["message"]
+    else:
+        assert "`dpkg --configure -a`" in doc["message"]
+
+
+def test_many_unsettled_packages_keep_the_fix_in_the_message() -> None:
+    rows = [(f"package-{i:03d}-" + "x" * 60, "install ok unpacked") for i in range(200)]
+    doc = plan_preparation(_with_unsettled(host(), *rows), PROFILES).to_json()
+    assert doc["state"] == "blocked" and "`dpkg --configure -a`" in doc["message"]
+    PLAN_VALIDATOR.validate(doc)
+
+
+def test_a_ready_host_is_not_blocked_by_dpkg_work_it_does_not_need() -> None:
+    """No package change and no restart: dpkg's unfinished work is not this plan's to finish."""
+    doc = plan_preparation(_with_unsettled(ready_host(), *INTERRUPTED_TRIGGERS), PROFILES)
+    assert doc.to_json()["state"] == "ready"

@@ -108,5 +108,8 @@ def query_status(tmp: Path, status: bytes) -> QueryResult:
                 name, version, abbrev = line.split("\t")
                 rows.append((name, version, abbrev))
     stderr = done.stderr.decode("utf-8", "replace")
-    errors = "\n".join(line for line in stderr.splitlines() if "error" in line)
+    # an error's reason is on the line after its "error: parsing file ..." line
+    lines = stderr.splitlines()
+    errors = "\n".join(" ".join(lines[i:i + 2]) for i, line in enumerate(lines)
+                       if "error" in line)
     return QueryResult(done.returncode, tuple(rows), errors)

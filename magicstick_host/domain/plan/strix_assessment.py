@@ -12,6 +12,13 @@ Newer kernels are never downgraded:
   asks for a restart into it;
 - an installed profile package newer than the pin (Debian order) is blocked too: APT would
   need a downgrade, which the package gate forbids.
+
+A package dpkg left between states (unpacked, half-configured, half-installed, awaiting or
+pending triggers, reinst-required) is neither absent nor installed: a kernel image in
+triggers-awaited after an interrupted trigger run must not be installed again, and no restart
+may go into a kernel whose initramfs may be stale. Any such package blocks a plan that changes
+packages or restarts (APT would have to finish dpkg's work first, and the boot may need it),
+with the fix in the message. A `ready` host changes neither, so it is not blocked by them.
 """
 
 from __future__ import annotations
@@ -21,12 +28,18 @@ from magicstick_host.domain.fingerprint import hardware_fingerprint
 from magicstick_host.domain.kernels import is_newer_kernel, is_suitable_kernel
 from magicstick_host.domain.profiles import Profile
 from magicstick_host.domain.readiness import amd_host_driver_ready
+from magicstick_host.domain.text import clip_message
 from magicstick_host.domain.versions import compare_versions
 from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from magicstick_host.domain.parsers.dpkg_status import Unsettled
     from magicstick_host.domain.plan.document import PlanState
+
+# the unsettled packages a message names; the rest are counted
+_NAMED_UNSETTLED = 4
+_CONFIGURE = "dpkg --configure -a"
 
 # evidence the plan id binds to: unknown here means blocked, never available
 _REQUIRED = (
@@ -72,6 +85,28 @@ def missing_evidence(ev: Evidence) -> str | None:
     return None
 
 
+def unsettled_problem(unsettled: tuple[Unsettled, ...]) -> str | None:
+    """Why dpkg's unfinished work blocks a package change or restart: the fix first (a long
+    list of names is what a clipped message loses), then the packages."""
+    if not unsettled:
+        return None
+    fixes = sorted(dict.fromkeys(u.fix for u in unsettled), key=lambda f: f != _CONFIGURE)
+    run = ", then ".join(f"`{f}`" for f in fixes[:_NAMED_UNSETTLED])
+    named = ", ".join(
+        f"{u.package}{':' + u.architecture if u.architecture else ''} ({u.status.split()[2]}"
+        f"{', reinst-required' if u.status.split()[1] == 'reinstreq' else ''})"
+        for u in unsettled[:_NAMED_UNSETTLED])
+    more = len(unsettled) - _NAMED_UNSETTLED
+    if more > 0:
+        named += f" and {more} more"
+    return (
+        f"Preparation is blocked because dpkg has unfinished work: run {run} at the console, "
+        f"then inspect again. Neither installed nor absent: {named}. Such a package is not "
+        "installed again, and the host is not restarted into a kernel whose initramfs may be "
+        "stale."
+    )
+
+
 def assess(ev: Evidence, profile: Profile, device: PciDevice) -> Outcome:
     missing = missing_evidence(ev)
     if missing is not None:
@@ -95,6 +130,9 @@ def assess(ev: Evidence, profile: Profile, device: PciDevice) -> Outcome:
             "not a repair.",
             profile,
         )
+    unsettled = unsettled_problem(ev.packages.unsettled)
+    if unsettled is not None:
+        return _blocked(clip_message(unsettled), profile)
     changes: list[tuple[str, str]] = []
     for name, pinned in profile.packages:
         installed = ev.packages.installed.get(name)
