@@ -46,6 +46,8 @@ from magicstick_host.ports.hosttree import (
 MOUNTINFO = "/proc/self/mountinfo"
 # the deadline is looked at every this many entries: the clock is not free either
 CLOCK_EVERY = 256
+# the manifests of one walk read at most this much together (64 MiB: about 400,000 references)
+MAX_MANIFESTS_BYTES = 64 * 1024 * 1024
 # (dev, ino, mtime_ns) of a directory; None: the path was absent
 DirMark = tuple[int, int, int] | None
 
@@ -183,20 +185,22 @@ class _StoreSeen:
     """What the hub's walk saw of its shared blob store, gathered entry by entry."""
 
     def __init__(self) -> None:
+        # all manifests together: a store of many huge manifests must not fill the memory;
+        # past it a manifest counts as unreadable (its payload is kept)
+        self.manifest_budget = MAX_MANIFESTS_BYTES
         self.marker: bytes | None = None
         self.payloads: dict[str, int] = {}  # name -> counted bytes of the payload
         self.manifest_bytes: dict[str, int] = {}
         self.manifests: dict[str, bytes | None] = {}
         self.links: dict[tuple[str, ...], str | None] = {}
 
-    @staticmethod
-    def wish(parts: tuple[str, ...], st: NodeStat) -> int:
+    def wish(self, parts: tuple[str, ...], st: NodeStat) -> int:
         """What to read: the marker, the manifests, and the repositories' blob symlinks."""
         if parts == (shared.STORE_DIR, shared.MARKER):
             return shared.MAX_MARKER_BYTES
         if (len(parts) == 3 and parts[0] == shared.STORE_DIR
                 and parts[2].endswith(shared.MANIFEST_SUFFIX)):
-            return shared.MAX_MANIFEST_BYTES
+            return min(shared.MAX_MANIFEST_BYTES, max(self.manifest_budget, 0))
         return 1 if st.is_symlink and shared.is_repo_blob(parts) else 0
 
     def saw(self, entry: WalkEntry, size: int) -> None:
@@ -208,6 +212,7 @@ class _StoreSeen:
             if name.endswith(shared.MANIFEST_SUFFIX):
                 name = name[: -len(shared.MANIFEST_SUFFIX)]
                 if shared.is_store_name(parts[1], name) and not st.is_symlink:
+                    self.manifest_budget -= len(entry.data or b"")
                     self.manifests[name] = entry.data
                     self.manifest_bytes[name] = size
             elif shared.is_store_name(parts[1], name) and stat.S_ISREG(st.mode):

@@ -240,3 +240,20 @@ def test_the_final_message_says_what_the_sweeps_kept() -> None:
     details = [sweep_detail(3, 100, (1, 4096), (0, 0)), sweep_detail(1, 10, (0, 0), (2, 8192))]
     kept = kept_in_sweeps(details)
     assert kept == {"locked": (1, 4096), "in use": (2, 8192)}
+
+
+def test_the_manifests_of_one_walk_are_read_within_a_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many large manifests cannot fill the worker's memory: past the walk's budget a
+    manifest counts as unreadable, and its payload is kept."""
+    from magicstick_host.collect import model_cache_walk
+
+    root = bare_root(tmp_path)
+    hub = root / HUB
+    payload(hub, A, ["models--o--m/blobs/e1"])
+    payload(hub, B, ["models--o--n/blobs/e2"])
+    line = len("models--o--m/blobs/e1\n")
+    assert reclaimable(root) == {A, B}
+    monkeypatch.setattr(model_cache_walk, "MAX_MANIFESTS_BYTES", line + 1)
+    assert reclaimable(root) == {A}  # names sorted: aa/ is read first, then the budget is gone
