@@ -233,3 +233,49 @@ def test_a_deletion_without_outcome_is_interrupted_never_resumed() -> None:
     assert decision.then.phase == Phase.INTERRUPTED and decision.then.outcome == "uncertain"
     assert "not resumed" in decision.then.message
     assert "/root/.cache/huggingface/hub/models--a" in decision.then.message
+
+
+# -- the shared blob store (issue 25) --------------------------------------------------------
+
+SHARED = [PlannedEntry("huggingface-shared", c * 64, *HUB_ID, 100 * MIB) for c in "ab"]
+
+
+def test_applying_sweeps_the_shared_blobs_in_one_batch() -> None:
+    data = replace(PLANNED, remaining=[*SHARED, PLANNED.remaining[-1]])
+    decision = decide(CLEAR_MODEL_CACHE, op(Phase.APPLYING, data), at(facts()))
+    assert isinstance(decision, RunStep) and decision.step == "sweep-shared-blobs"
+    assert decision.inputs == {"root": "/root/.cache/huggingface/hub",
+                               "rootIdentity": list(HUB_ID), "blobs": ["a" * 64, "b" * 64]}
+    done = decision.data_on_done
+    assert isinstance(done, CleanupData) and [p.name for p in done.remaining] == ["blobs"]
+    assert done.freed_bytes == PLANNED.freed_bytes + 200 * MIB
+
+
+def test_the_final_message_says_a_locked_blob_was_kept_and_not_freed() -> None:
+    from magicstick_host.domain.model_cache_cleanup import sweep_detail
+
+    swept = Step("sweep-shared-blobs", {"blobs": ["a" * 64, "b" * 64]}, BOOT, "t", 100.0,
+                 outcome="done", detail=sweep_detail(1, 100 * MIB, (1, 100 * MIB), (0, 0)))
+    finished = replace(PLANNED, remaining=[], deleted=3, freed_bytes=800 * MIB)
+    decision = decide(CLEAR_MODEL_CACHE, op(Phase.APPLYING, finished, steps=(swept,)),
+                      at(facts()))
+    assert isinstance(decision, SetPhase) and decision.phase == Phase.SUCCEEDED
+    assert decision.message.startswith("The model caches were cleared: about 0.7 GiB was freed.")
+    assert "1 shared blob(s) (about 0.1 GiB) were kept because another process held their lock" \
+        in decision.message
+
+
+def test_an_interrupted_sweep_is_never_resumed() -> None:
+    open_step = Step("sweep-shared-blobs", {"blobs": ["a" * 64]}, BOOT, "t", 100.0)
+    running = op(Phase.APPLYING, replace(PLANNED, remaining=SHARED), steps=(open_step,))
+    decision = decide(CLEAR_MODEL_CACHE, running, at(facts()))
+    assert isinstance(decision, ClassifiedStep) and decision.then.phase == Phase.INTERRUPTED
+    assert "the shared blobs in /root/.cache/huggingface/hub/blobs" in decision.then.message
+    assert "2 cache entries (about 0.2 GiB) were kept" in decision.then.message
+
+
+def test_a_tampered_shared_blob_name_deletes_nothing() -> None:
+    bad = [PlannedEntry("huggingface-shared", "../../etc", *HUB_ID, 1)]
+    decision = decide(CLEAR_MODEL_CACHE, op(Phase.APPLYING, replace(PLANNED, remaining=bad)),
+                      at(facts()))
+    assert isinstance(decision, SetPhase) and decision.phase == Phase.FAILED
