@@ -244,3 +244,18 @@ def test_the_third_restart_is_never_scheduled() -> None:
     assert isinstance(decision, Step) and decision.uses_reboot
     # the tick refuses a reboot step once rebootsUsed reaches the budget (test_tick_budget)
     _ = strix
+
+
+def test_no_restart_while_the_target_kernel_awaits_its_initramfs() -> None:
+    """The install step is done and /boot has the target, but an interrupted trigger run left
+    the image awaiting initramfs-tools (issue #25): the computer is not restarted."""
+    from magicstick_host.domain.parsers.dpkg_status import Unsettled
+
+    ev = host(boot_kernels=("6.17.0-14-generic", TARGET))
+    ev = replace(ev, packages=replace(ev.packages, unsettled=(
+        Unsettled("initramfs-tools", "", "install ok triggers-pending"),
+        Unsettled(f"linux-image-{TARGET}", "amd64", "install ok triggers-awaited"),
+    )))
+    decision = decide_prepare(op("prepare-gpu", "Preparing", PREPARE), at(ev))
+    assert isinstance(decision, SetPhase) and decision.phase == "Failed"
+    assert "`dpkg --configure -a`" in decision.message

@@ -36,7 +36,10 @@ def classify_install(op: Operation, now: Situation) -> ClassifiedStep:
     ev, data = now.ev, data_of(op)
     wanted = data.packages or {}
     have = ev.packages.installed
-    wrong = {n: have.get(n, "not installed") for n, v in wanted.items() if have.get(n) != v}
+    # a package dpkg left between states is not "not installed" (issue #25)
+    between = {u.package: u.status.split()[2] for u in ev.packages.unsettled}
+    wrong = {n: have.get(n, between.get(n, "not installed"))
+             for n, v in wanted.items() if have.get(n) != v}
     kernel_ready = data.target_kernel in ev.packages.boot_kernels
     if not wrong and kernel_ready and not ev.unknown("packages"):
         return ClassifiedStep(

@@ -16,6 +16,7 @@ from magicstick_host.domain.operations.prepare_gpu.registration import strix_rea
 from magicstick_host.domain.operations.shutdown_steps import shutdown_step, waiting_for_new_boot
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
+from magicstick_host.domain.text import clip_message
 from magicstick_host.lite_dataclasses import replace
 
 
@@ -47,6 +48,18 @@ def preparing(op: Operation, now: Situation) -> Decision:
                 Phase.FAILED,
                 f"/boot/vmlinuz-{target} and /boot/initrd.img-{target} are not both present, so "
                 "the computer was not restarted.",
+            )
+        unsettled = ev.packages.unsettled
+        if unsettled:
+            # an interrupted trigger run leaves the image awaiting its initramfs (issue #25)
+            names = ", ".join(f"{u.package} ({u.status.split()[2]})" for u in unsettled[:4])
+            fixes = " and ".join(dict.fromkeys(f"`{u.fix}`" for u in unsettled[:4]))
+            return SetPhase(
+                Phase.FAILED,
+                clip_message(
+                    f"dpkg has unfinished work, so the computer was not restarted into {target}, "
+                    f"whose initramfs may be stale: run {fixes} at the console, then request the "
+                    f"preparation again. Neither installed nor absent: {names}."),
             )
         return shutdown_step(
             "reboot", now.limits, then=Phase.REBOOT_SCHEDULED, why=f"Restarting into {target}. "
