@@ -129,3 +129,19 @@ def test_a_blocked_rejection_names_the_blockers() -> None:
 ])
 def test_approx_gib(n: int, text: str) -> None:
     assert approx_gib(n) == text
+
+
+def test_the_id_names_the_xet_root_too_and_its_version() -> None:
+    """Issue 25: Xet's chunk cache is a root of the Hugging Face cache; its identity is in the
+    id, and the id's version moved to 2 (an id reviewed before cannot match a new one)."""
+    from magicstick_host.domain import model_cache
+
+    base = inventory()
+    xet = RootInventory("huggingface-xet", (2049, 300), 8192, (CacheEntry("logs", 4096, True),))
+    with_xet = CacheInventory((base.roots[0], xet, base.roots[1]), 500 * GIB, 100 * GIB)
+    assert model_cache_id("uid-1", with_xet) != model_cache_id("uid-1", base)
+    assert model_cache.ID_VERSION == 2
+    s = section(with_xet)
+    # one Hugging Face cache on the dashboard: both roots' sizes, reclaimable the xet entry too
+    assert s["caches"][0]["usedBytes"] == 3 * GIB + 8192 + 8192
+    assert s["reclaimableBytes"] == 3 * GIB + 4096
