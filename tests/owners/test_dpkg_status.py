@@ -191,6 +191,8 @@ SHAPES = {
                                 + stanza("a", II, arch="i386")),
     "all and amd64": stanza("a", II, arch="all") + "\n" + stanza("a", II),
     "Multi-Arch: same on all": stanza("a", II, arch="all", extra="Multi-Arch: same\n"),
+    "Multi-Arch: same, no Architecture": stanza("a", "purge ok not-installed", arch=None,
+                                                extra="Multi-Arch: same\n"),
     "a foreign architecture": stanza("a", II, arch="i386", extra="Multi-Arch: foreign\n"),
     "an unknown Multi-Arch": stanza("a", II, extra="Multi-Arch: bogus\n"),
     "installed here, config-files there": stanza("a", II) + "\n" + stanza(
@@ -243,33 +245,43 @@ def test_the_named_shapes_are_refused_or_read_as_issue_25_says(tmp_path: Path) -
 
 # --- generated files
 
-_names = st.sampled_from(["a", "b", "linux-generic", "Linux-Image-7.0.0-31-generic"])
-_archs = st.sampled_from(["amd64", "amd64", "i386", "all", None])
-_statuses = st.one_of(
-    st.builds(lambda c: " ".join(c), st.sampled_from(COMBINATIONS)),
-    st.sampled_from([None, "install ok frobbed", "install  ok installed", "hold ok installed "]),
-)
-_versions = st.sampled_from(["1.0", "7.0.0-31.31~24.04.1", "1:2.0-1", None, "a1", "1 0", "0:1"])
+_names = st.sampled_from(["a", "b", "c", "d", "e", "linux-generic", "initramfs-tools",
+                         "Linux-Image-7.0.0-31-generic"])
+_archs = st.sampled_from(["amd64", "amd64", "amd64", "i386", "all", None])
+_bad_statuses = st.sampled_from([None, "install ok frobbed", "install  ok installed",
+                                 "hold ok installed ", "install ok"])
+_versions = st.sampled_from(["1.0", "7.0.0-31.31~24.04.1", "1:2.0-1", "0:1", "1.0", None, "a1",
+                             "1 0"])
 _extras = st.lists(st.sampled_from([
     "Multi-Arch: same\n", "Multi-Arch: foreign\n", "Triggers-Pending: t\n",
     "Triggers-Awaited: p\n", "Config-Version: 0.9\n", "Fïeld: x\n", "Conffiles:\n /etc/x 0\n",
     "Depends: libc6 (>= 2.34)\n", " \n",
-]), max_size=3, unique=True)
-_separators = st.sampled_from(["\n"] * 8 + ["\n\n", " \n", "\r\n"])
+]), max_size=2, unique=True)
+_separators = st.sampled_from(["\n"] * 12 + ["\n\n", " \n", "\r\n"])
 
 
 @st.composite
 def status_files(draw: st.DrawFn) -> str:
+    """Mostly files dpkg reads (consistent trigger fields, good versions), some it refuses."""
     n = draw(st.integers(1, 6))
     parts = []
-    for _ in range(n):
-        parts.append(stanza(draw(_names), draw(_statuses), arch=draw(_archs),
-                            version=draw(_versions), extra="".join(draw(_extras))))
+    for i in range(n):
+        name = f"p{i}" if draw(st.integers(0, 2)) else draw(_names)  # some meet twice
+        want, flag, state = draw(st.sampled_from(COMBINATIONS))
+        status = f"{want} {flag} {state}"
+        if draw(st.integers(0, 9)) == 0:
+            status = draw(_bad_statuses)
+        extra = _trigger_fields(state) if draw(st.integers(0, 5)) else ""
+        if draw(st.integers(0, 2)) == 0:
+            extra += "".join(draw(_extras))
+        version = "1.0" if draw(st.integers(0, 2)) else draw(_versions)
+        parts.append(stanza(name, status, arch=draw(_archs), version=version,
+                            extra=extra))
         parts.append(draw(_separators))
     text = "".join(parts[:-1])
-    if draw(st.integers(0, 9)) == 0:
+    if draw(st.integers(0, 19)) == 0:
         text = text.replace("\n", "\r\n")
-    if draw(st.integers(0, 14)) == 0:
+    if draw(st.integers(0, 19)) == 0:
         text = text.rstrip("\n")
     return text
 

@@ -121,8 +121,8 @@ def _stanza(fields: dict[str, str], lineno: int) -> DpkgStanza:
     if multi_arch not in MULTI_ARCH:
         raise ParseError(f"{where}: Multi-Arch {shorten(multi_arch)!r} is not a dpkg value")
     architecture = fields.get("architecture")
-    if multi_arch == "same" and architecture == "all":
-        raise ParseError(f"{where}: Multi-Arch: same on an Architecture: all package")
+    if multi_arch == "same" and architecture in ("all", "", None):
+        raise ParseError(f"{where}: Multi-Arch: same without a machine architecture")
     # dpkg's consistency checks of a status stanza (pkg_parse_verify)
     order = STATES.index(state)
     if fields.get("config-version") is not None and state in (
