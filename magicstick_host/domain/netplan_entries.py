@@ -107,16 +107,60 @@ def configured_mode(entry: dict[str, Any]) -> str:
     return "static" if ipv4_addresses(entry) else "none"
 
 
+# netplan keeps a metric in 32 bits with UINT_MAX for "unset" (`netplan get` prints null)
+METRIC_UNSET = 4294967295
+
+
+def _metric(value: Any) -> int | None:
+    metric = netplan_int(value)
+    return metric if metric is not None and metric < METRIC_UNSET else None
+
+
+# the DHCP overrides networkd takes once for both clients: netplan generate refuses an entry
+# with DHCPv4 and DHCPv6 on whose two override sets differ in one of them (netplan's networkd
+# backend: "networkd requires that <key> has the same value in both dhcp4_overrides and
+# dhcp6_overrides"); unset booleans are true, an unset metric or hostname is unset
+SHARED_DHCP_BOOLS = ("use-dns", "use-ntp", "send-hostname", "use-hostname", "use-mtu",
+                     "use-routes")
+
+
+def dhcp_overrides_conflict(entry: dict[str, Any]) -> str:
+    """The override key whose DHCPv4 and DHCPv6 values differ while both clients are on
+    (what `netplan generate` refuses for networkd), or ""."""
+    if not (dhcp4(entry) and netplan_bool(entry.get("dhcp6")) is True):
+        return ""
+    v4, v6 = entry.get("dhcp4-overrides"), entry.get("dhcp6-overrides")
+    v4 = v4 if isinstance(v4, dict) else {}
+    v6 = v6 if isinstance(v6, dict) else {}
+    for key in SHARED_DHCP_BOOLS:
+        if _bool_or_true(v4.get(key)) != _bool_or_true(v6.get(key)):
+            return key
+    if _metric(v4.get("route-metric")) != _metric(v6.get("route-metric")):
+        return "route-metric"
+    for key in ("hostname", "use-domains"):
+        if _text_or_none(v4.get(key)) != _text_or_none(v6.get(key)):
+            return key
+    return ""
+
+
+def _bool_or_true(value: Any) -> bool | None:
+    return True if value is None else netplan_bool(value)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value).lower()
+
+
 def configured_metric(entry: dict[str, Any], kind: str) -> int:
     if dhcp4(entry):
         overrides = entry.get("dhcp4-overrides")
         if isinstance(overrides, dict):
-            metric = netplan_int(overrides.get("route-metric"))
+            metric = _metric(overrides.get("route-metric"))
             if metric is not None:
                 return metric
         return default_metric(kind)
     for route in ipv4_default_routes(entry):
-        metric = netplan_int(route.get("metric"))
+        metric = _metric(route.get("metric"))
         if metric is not None:
             return metric
     return default_metric(kind)

@@ -154,6 +154,7 @@ def network_inventory(ev: NetworkEvidence, cluster_addresses: Sequence[str]) -> 
             effective = netplan_network(ev.netplan_get)
         except ParseError as exc:
             problem = problem or f"`netplan get` printed an unusable configuration: {exc}"
+    problem = problem or _unrenderable(effective)
     interfaces = _interfaces(ev, effective, cluster) if ev.sys_interfaces is not None else ()
     if problem is None and not interfaces:
         problem = "this host shows no physical network interface"
@@ -200,6 +201,21 @@ def _unsupported(ev: NetworkEvidence) -> str | None:
                     "interfaces (no bridges, bonds or VLANs) can be changed here")
     if ev.netplan_get is None:
         return "`netplan get` gave no configuration"
+    return None
+
+
+def _unrenderable(effective: dict[str, Any]) -> str | None:
+    """A configuration `netplan get` prints but `netplan generate` refuses: every trial writes
+    the whole configuration, so no change could be rendered (tests/owners/test_netplan_get.py
+    found this one with the real netplan)."""
+    for section in ("ethernets", "wifis"):
+        items = effective.get(section)
+        for netplan_id, entry in items.items() if isinstance(items, dict) else ():
+            key = entries.dhcp_overrides_conflict(entry) if isinstance(entry, dict) else ""
+            if key:
+                return (f"netplan cannot render the current configuration: {netplan_id} has "
+                        f"DHCPv4 and DHCPv6 with different {key} overrides, and networkd "
+                        "takes one for both")
     return None
 
 

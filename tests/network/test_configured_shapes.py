@@ -182,3 +182,24 @@ def test_wifi_none_interface() -> None:
     assert (doc["configuredMode"], doc["security"]) == ("none", "wpa-psk")
     approved = check_configure_settings(wifi(password=""), inv)
     assert isinstance(approved, NetworkSettings), approved
+
+
+@pytest.mark.parametrize(("v4", "v6", "refused"), [
+    ({"route-metric": "0"}, None, True),  # found by tests/owners/test_netplan_get.py
+    ({"route-metric": "50"}, {"route-metric": "50"}, False),
+    ({"use-dns": "no"}, {}, True),
+    ({"use-dns": "false"}, {"use-dns": "no"}, False),
+    ({"route-metric": "4294967295"}, None, False),  # netplan's "unset"
+])
+def test_dhcp_overrides_networkd_cannot_render_withdraw_the_capability(
+        v4: dict[str, str], v6: dict[str, str] | None, refused: bool) -> None:
+    """`netplan generate` refuses DHCPv4 and DHCPv6 with different shared overrides, and a
+    trial writes the whole configuration: no interface could be changed."""
+    entry: dict[str, Any] = {"dhcp4": "true", "dhcp6": "true", "dhcp4-overrides": v4}
+    if v6 is not None:
+        entry["dhcp6-overrides"] = v6
+    inv = with_effective("network-ethernet-static", {"ethernets": {"enp1s0": {"dhcp4": True},
+                                                                   "eno9": entry}})
+    assert inv.supported is (not refused), inv.message
+    if refused:
+        assert not any(i.editable for i in inv.interfaces)
