@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from magicstick_host.digests import hmac_sha256_hex
 from magicstick_host.domain import netplan_entries as entries
 from magicstick_host.domain.canonical import canonical_json, sha256_hex
+from magicstick_host.domain.network_editable import why_not_editable, wifi_why_not
 from magicstick_host.domain.network_evidence import (
     MAX_NETPLAN_FILES,
     NETPLAN_DIR,
@@ -268,10 +269,10 @@ def _interface(
                 key=lambda r: r.metric, default=None)
     found = _entries_for(effective, sys.name, mac)
     entry = found[0][2] if len(found) == 1 else {}
-    why = _why_not_editable(found, kind, entry, ipv4)
+    why = why_not_editable(found, kind, entry, ipv4)
     wifi = _wifi_view(ev, sys.name, entry) if kind == "wifi" else None
     if wifi is not None and not why:
-        why = _wifi_why_not(entry)
+        why = wifi_why_not(entry)
     if wifi is not None and not why and sys.name not in ev.wifi_links:
         why = "its Wi-Fi connection cannot be read (`iw` is missing or did not answer)"
     configured = entries.ipv4_addresses(entry)
@@ -295,72 +296,6 @@ def _interface(
         netplan_entry=(found[0][0], found[0][1]) if len(found) == 1 else None,
         wifi=wifi,
     )
-
-
-def _why_not_editable(
-    found: list[tuple[str, str, dict[str, Any]]], kind: str, entry: dict[str, Any],
-    live_ipv4: tuple[str, ...]
-) -> str:
-    if len(found) > 1:
-        return "more than one netplan entry configures it"
-    if found:
-        section, _, _ = found[0]
-        if (section == "wifis") != (kind == "wifi"):
-            return f"it is configured under {section}, which does not match its kind"
-    if entries.wildcard_or_driver(entry):
-        return "a wildcard or driver match rule configures it"
-    if len(entries.ipv4_addresses(entry)) > 1 or len(live_ipv4) > 1:
-        return "it has more than one IPv4 address"
-    if entries.dhcp4(entry) and entries.ipv4_addresses(entry):
-        return "it has both DHCP and a static IPv4 address"
-    ipv4_routes = [r for r in entries.routes(entry) if entries.is_ipv4_route(r)]
-    if any(not entries.is_default_route(r) for r in ipv4_routes):
-        return "it has IPv4 routes other than the default route"
-    defaults = entries.ipv4_default_routes(entry)
-    if len(defaults) > 1:
-        return "it has more than one IPv4 default route"
-    beyond = sorted({key for r in defaults for key in set(r) - entries.SIMPLE_ROUTE_KEYS})
-    if beyond:
-        return ("its default route has settings beyond via and metric "
-                f"({', '.join(_route_setting(defaults, key) for key in beyond)}), which this "
-                "page does not manage")
-    if defaults and "gateway4" in entry:
-        return "it has both gateway4 and a default route"
-    if entry.get("routing-policy"):
-        return "it has routing policy rules"
-    if "auth" in entry:
-        return "it uses 802.1X authentication"
-    if "networkmanager" in entry or str(entry.get("renderer", "")).lower() == "networkmanager":
-        return "NetworkManager settings configure it"
-    if "openvswitch" in entry:
-        return "Open vSwitch settings configure it"
-    return ""
-
-
-def _route_setting(defaults: list[dict[str, Any]], key: str) -> str:
-    """`on-link: true` for a scalar setting (the reason names what netplan configures),
-    else the key alone."""
-    value = next((r[key] for r in defaults if key in r), None)
-    if isinstance(value, str) and len(value) <= 32:
-        return f"{key}: {value}"
-    return key
-
-
-def _wifi_why_not(entry: dict[str, Any]) -> str:
-    for ap in entries.access_points(entry).values():
-        if not isinstance(ap, dict) and ap is not None:
-            return "an access point entry cannot be read"
-        ap = ap or {}
-        if entries.ap_key_management(ap) not in ("psk", "none"):
-            return "an access point uses key management other than WPA-PSK"
-        auth = ap.get("auth")
-        if isinstance(auth, dict) and set(auth) - {"key-management", "password"}:
-            return "an access point uses 802.1X/EAP settings"
-        if "networkmanager" in ap:
-            return "NetworkManager settings configure an access point"
-        if str(ap.get("mode", "infrastructure")).lower() != "infrastructure":
-            return "it runs as an access point or ad-hoc network"
-    return ""
 
 
 def _wifi_view(ev: NetworkEvidence, name: str, entry: dict[str, Any]) -> WifiView:
