@@ -60,23 +60,27 @@ def _ascii_digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
-def _headers(stream: ByteStream) -> dict[str, str]:
-    """The header fields, names lower-cased; repeated fields joined by ', ' (RFC 9110 5.3)."""
-    fields: dict[str, str] = {}
+def _headers(stream: ByteStream) -> dict[str, list[str]]:
+    """The header fields by lower-cased name, each occurrence's value in order.
+
+    Read as http.client reads them (the email package's compat32 parser): a value loses its
+    leading blanks and its line end, not its trailing blanks. What that parser reads otherwise
+    is refused: a line that is not `token: value` (a name with blanks, no colon, obsolete line
+    folding) and a bare CR, which it takes for a line end.
+    """
+    fields: dict[str, list[str]] = {}
     for _ in range(MAX_HEADERS + 1):
         line = _line(stream)
         if line in (b"\r\n", b"\n"):
             return fields
         if not line:
             raise BadResponse("the answer ended inside its headers")
-        name, colon, value = line.decode("latin-1").partition(":")
-        if not colon:
-            if line[:1] in (b" ", b"\t"):  # obsolete folding: part of the previous value
-                continue
+        text = line.decode("latin-1")
+        text = text[:-2] if text.endswith("\r\n") else text.rstrip("\n")
+        name, colon, value = text.partition(":")
+        if not colon or not name or not all("!" <= c <= "~" for c in name) or "\r" in text:
             raise BadResponse(f"not a header line: {line[:80]!r}")
-        key = name.strip().lower()
-        text = value.strip()
-        fields[key] = f"{fields[key]}, {text}" if key in fields else text
+        fields.setdefault(name.lower(), []).append(value.lstrip(" \t"))
     raise BadResponse(f"more than {MAX_HEADERS} header lines")
 
 
@@ -109,7 +113,7 @@ def _chunked(stream: ByteStream, limit: int) -> bytes:
             parts.append(_exactly(stream, size - (total - limit - 1)))
             return b"".join(parts)
         parts.append(_exactly(stream, size))
-        if _line(stream) not in (b"\r\n", b"\n"):
+        if stream.read(2) != b"\r\n":  # http.client drops two bytes, whatever they are
             raise BadResponse("a chunk does not end with CRLF")
     while True:  # trailer fields, up to the blank line
         trailer = _line(stream)
@@ -117,32 +121,61 @@ def _chunked(stream: ByteStream, limit: int) -> bytes:
             return b"".join(parts)
 
 
+def _persistent(version: str, fields: dict[str, list[str]]) -> bool:
+    """Whether the connection carries the next request: only when http.client would keep it
+    too (its test is a substring of the first Connection field; ours also needs the token)."""
+    connections = fields.get("connection", [])
+    tokens = {t.strip().lower() for value in connections for t in value.split(",")}
+    first = connections[0].lower() if connections else ""
+    if version != "HTTP/1.0":
+        return "close" not in tokens and "close" not in first
+    return "keep-alive" in tokens and "keep-alive" in first and "close" not in tokens
+
+
+def _content_length(fields: dict[str, list[str]]) -> int | None:
+    """The body's length: http.client takes the first field's int(); only plain ASCII digits,
+    the same in every field, are read here, and anything else is refused."""
+    values = fields.get("content-length")
+    if values is None:
+        return None
+    plain = {v.strip(" \t") for v in values}
+    text = next(iter(plain))
+    if len(plain) != 1 or not _ascii_digits(text):
+        raise BadResponse(f"not a Content-Length: {', '.join(values)[:80]!r}")
+    return int(text)
+
+
 def read_response(stream: ByteStream, method: str, limit: int) -> Response:
     """The answer to one request. A body over `limit` bytes is cut at limit + 1 bytes (so the
-    caller can tell) and the connection is not reused."""
+    caller can tell) and the connection is not reused.
+
+    What this reads, http.client reads the same (status, body, and it keeps the connection
+    at least when this does); what it would read otherwise is BadResponse. Held to it by
+    tests/differential/test_http_response.py.
+    """
     while True:
         version, status = _status_line(stream)
         fields = _headers(stream)
-        if not 100 <= status < 200 or status == 101:
-            break  # interim answers (100 Continue) are followed by the real one
-    tokens = {t.strip().lower() for t in fields.get("connection", "").split(",")}
-    persistent = "close" not in tokens if version != "HTTP/1.0" else "keep-alive" in tokens
-    if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+        if status != 100:
+            break  # 100 Continue is followed by the real answer; other 1xx are, as http.client
+            # reads them, the answer itself
+    persistent = _persistent(version, fields)
+    codings = fields.get("transfer-encoding")
+    if codings is not None and (len(codings) != 1 or codings[0].lower() != "chunked"):
+        # http.client frames by Content-Length or the close for a coding that is not exactly
+        # "chunked"; no Kubernetes answer has one
+        raise BadResponse(f"a Transfer-Encoding other than chunked: {codings!r}"[:120])
+    length = None if codings is not None else _content_length(fields)
+    if method == "HEAD":
         return Response(status, b"", persistent)
-    coding = fields.get("transfer-encoding", "").lower()
-    if coding:
-        if coding.rsplit(",", 1)[-1].strip() != "chunked":
-            # framed by the connection's end (RFC 9112 6.3)
-            body = stream.read(limit + 1)
-            return Response(status, body, False)
+    if status in (204, 304) or 100 <= status < 200:
+        if codings is not None:  # http.client reads chunks after it anyway: a broken server
+            raise BadResponse(f"a chunked body on a {status} answer, which has none")
+        return Response(status, b"", persistent)
+    if codings is not None:
         body = _chunked(stream, limit)
         return Response(status, body, persistent and len(body) <= limit)
-    length_text = fields.get("content-length")
-    if length_text is not None:
-        values = {v.strip() for v in length_text.split(",")}
-        if len(values) != 1 or not _ascii_digits(next(iter(values))):
-            raise BadResponse(f"not a Content-Length: {length_text[:80]!r}")
-        length = int(next(iter(values)))
+    if length is not None:
         if length > limit:
             return Response(status, _exactly(stream, limit + 1), False)
         return Response(status, _exactly(stream, length), persistent)
