@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host.app import gpu_health, node_name_of
 from magicstick_host.domain.limits import DEFAULT_LIMITS
 from magicstick_host.ports.clock import RealClock
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

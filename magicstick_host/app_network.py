@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host.app import executor_clock, executor_runner
 from magicstick_host.ports.hostfs import RootedHostFS
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from magicstick_host.network.rollback import RollbackDeps

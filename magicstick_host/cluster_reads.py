@@ -9,6 +9,8 @@ not there at all (renamed or deleted) still lets the active operation's status b
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.cluster import (
     SYSTEM_NAMESPACE,
     ClusterRead,
@@ -20,7 +22,6 @@ from magicstick_host.domain.operations.registry import kind_of
 from magicstick_host.domain.state import Operation
 from magicstick_host.errors import KubeError, KubeNotFoundError
 from magicstick_host.ports.kube import KubePort
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from magicstick_host.domain.cluster import Json

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host.collect.os_kernel import collect_boot_id
 from magicstick_host.collect.reader import Reader
@@ -35,7 +36,6 @@ from magicstick_host.ports.lock import MaintenanceLock
 from magicstick_host.ports.runner import FdPassingRunner
 from magicstick_host.ports.safe_files import open_or_create
 from magicstick_host.ports.state_store import StateStore
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

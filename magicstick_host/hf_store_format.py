@@ -13,18 +13,17 @@ and its pattern live together.
 from __future__ import annotations
 
 import posixpath
-
-from magicstick_host.lazy_pattern import LazyPattern
+import re
 
 STORE_DIR = "blobs"
 MARKER = ".huggingface-shared-blobs"
 MARKER_CONTENT = b"1\n"  # the library's SHARED_BLOBS_LAYOUT_VERSION, newline-terminated
 MANIFEST_SUFFIX = ".refs"
 LOCK_SUFFIX = ".lock"
-XET_HASH = LazyPattern(r"[0-9a-f]{64}")
-PREFIX = LazyPattern(r"[0-9a-f]{2}")
+XET_HASH = re.compile(r"[0-9a-f]{64}")
+PREFIX = re.compile(r"[0-9a-f]{2}")
 # the library's _REPO_DIR_REGEX (constants.REPO_TYPES_MAPPING)
-REPO_DIR = LazyPattern(r"(?:datasets|kernels|models|spaces)--.+")
+REPO_DIR = re.compile(r"(?:datasets|kernels|models|spaces)--.+")
 # a manifest holds one short line per repository file that uses the blob: bounded, since it
 # comes from outside (a larger one keeps its blob, it never stops the walk)
 MAX_MANIFEST_BYTES = 1024 * 1024
@@ -105,7 +104,7 @@ def sweep_detail(deleted: int, freed: int, locked: tuple[int, int], in_use: tupl
             "bytes)")
 
 
-_KEPT = LazyPattern(r"kept (\d+) (locked|in use) \((\d+) bytes\)")
+_KEPT = re.compile(r"kept (\d+) (locked|in use) \((\d+) bytes\)")
 
 
 def kept_in_sweeps(details: list[str]) -> dict[str, tuple[int, int]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from magicstick_host.collect.model_cache import ModelCacheInventory
 from magicstick_host.collect.model_workloads import read_model_workloads, resolve_host_paths
@@ -44,7 +45,6 @@ from magicstick_host.ports.model_cache_store import (
     ModelCacheStore,
 )
 from magicstick_host.ports.state_store import StateStore
-from magicstick_host.static import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from typing import Any

@@ -6,11 +6,12 @@ is wrong, on one line: a broken profile is a packaging bug, never something to g
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from functools import cache
+from typing import TYPE_CHECKING
 
-from magicstick_host.digests import sha256_hex
 from magicstick_host.domain.profiles import Profile, json_path, profile_from_document
 from magicstick_host.errors import ProfileError
 from magicstick_host.ports.command_memo import (
@@ -20,7 +21,6 @@ from magicstick_host.ports.command_memo import (
     remember_document,
 )
 from magicstick_host.schemas.compiled import compile_schema
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
@@ -178,9 +178,9 @@ SHIPPED_PARSE = "parsed.json"
 
 def _listing_key(texts: list[tuple[str, str]]) -> str:
     """What a parse of these files is remembered by: their names and bytes, and the parser."""
-    listing = [[os.path.basename(path), sha256_hex(text.encode("utf-8"))]
+    listing = [[os.path.basename(path), _sha256_hex(text.encode("utf-8"))]
                for path, text in texts]
-    return f"{PARSE_VERSION}:{sha256_hex(repr(listing).encode('utf-8'))}"
+    return f"{PARSE_VERSION}:{_sha256_hex(repr(listing).encode('utf-8'))}"
 
 
 def _texts(directory: str) -> list[tuple[str, str]]:
@@ -254,3 +254,7 @@ def load_profiles(directory: StrPath, memo: CommandMemo | None = None) -> tuple[
         first_file[profile.id] = path
         profiles.append(profile)
     return tuple(profiles)
+
+
+def _sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

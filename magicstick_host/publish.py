@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
+from typing import TYPE_CHECKING
 
 from magicstick_host import schemas
 from magicstick_host.domain.canonical import sha256_hex
@@ -40,7 +41,6 @@ from magicstick_host.errors import (
 from magicstick_host.lite_dataclasses import dataclass, field, replace
 from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.kube import KubePort
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host.cluster_reads import read_cluster
 from magicstick_host.domain import log_lines
@@ -47,7 +48,6 @@ from magicstick_host.ports.lock import Lock
 from magicstick_host.ports.runner import CommandRunner
 from magicstick_host.ports.state_store import StateStore
 from magicstick_host.publish import Publishing, publish_all, publish_report
-from magicstick_host.static import TYPE_CHECKING
 from magicstick_host.tick_result import TickResult
 
 if TYPE_CHECKING:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-
-from magicstick_host.static import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import TextIO

@@ -11,11 +11,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from functools import cache
+from typing import TYPE_CHECKING
 
 from magicstick_host.cli.journal import say
 from magicstick_host.cli.tick_fast import fast_arguments
 from magicstick_host.errors import ExitCode, MagicstickError
-from magicstick_host.static import TYPE_CHECKING
 from magicstick_host.tick_result import TickResult
 
 if TYPE_CHECKING:

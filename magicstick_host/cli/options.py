@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
 # the timer's fast path reads the tick's options without click, from the same defaults
 from magicstick_host.cli.tick_fast import DEFAULT_KUBECONFIG, DEFAULT_STATE_DIR
 from magicstick_host.errors import EXIT_CODE_MEANINGS
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any, TypeVar

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from magicstick_host.static import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

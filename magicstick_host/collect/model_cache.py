@@ -17,6 +17,7 @@ the inventory untrusted at once) and the free space of `/` is measured afresh.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from magicstick_host.collect.model_cache_walk import (
     DirMark,
@@ -42,7 +43,6 @@ from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.hostfs import HostFS
 from magicstick_host.ports.hosttree import HostTree, TreeError
 from magicstick_host.ports.model_cache_store import ModelCacheStore
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -8,10 +8,11 @@ finds: every gap is a line in `NetworkEvidence.problems`, and the capability is 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from magicstick_host.collect.reader import Reader
-from magicstick_host.digests import sha256_hex
 from magicstick_host.domain.network_evidence import (
     FOREIGN_NETPLAN_DIRS,
     MAX_NETPLAN_FILE_BYTES,
@@ -32,7 +33,6 @@ from magicstick_host.lite_dataclasses import replace
 from magicstick_host.ports.command_memo import CommandMemo, recall_document, remember_document
 from magicstick_host.ports.hostfs import HostFS, HostReadError
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult, CommandRunner
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any, TypeVar
@@ -144,7 +144,7 @@ def _netplan_key(files: tuple[NetplanFile, ...] | None, foreign: list[str]) -> s
     if files is None or foreign or any(f.text is None or f.symlink for f in files):
         return ""
     listing = [[f.path, f.sha256] for f in sorted(files, key=lambda f: f.path)]
-    return f"{NETPLAN_PARSE_VERSION}:{sha256_hex(repr(listing).encode('utf-8'))}"
+    return f"{NETPLAN_PARSE_VERSION}:{_sha256_hex(repr(listing).encode('utf-8'))}"
 
 
 # a file's parse: {"document": ...} or {"problem": "why it does not parse"}
@@ -206,7 +206,7 @@ def _netplan_files(r: Reader, directory: str) -> tuple[NetplanFile, ...] | None:
         except HostReadError as exc:
             files.append(NetplanFile(path, None, "", problem=exc.reason))
             continue
-        digest = sha256_hex(text.encode("utf-8"))
+        digest = _sha256_hex(text.encode("utf-8"))
         files.append(NetplanFile(path, text, digest))  # parsed by the caller, or remembered
     return tuple(files)
 
@@ -254,3 +254,7 @@ def _command(
     parser: Callable[[str], T],
 ) -> T | None:
     return _parsed(_run(runner, argv, timeout), problems, parser)
+
+
+def _sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 from magicstick_host.collect.reader import Reader
-from magicstick_host.digests import sha256_hex
 from magicstick_host.domain.evidence import PackageInfo
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.dpkg_status import (
@@ -58,7 +58,7 @@ def installed_from_status(r: Reader, text: str, memo: CommandMemo | None) -> Dat
     remembered by its bytes."""
     # no memo (the console's first inspect after a boot): no key to hash the file for
     key = "" if memo is None else (
-        f"{PARSE_VERSION}:{sha256_hex(text.encode('utf-8', 'surrogateescape'))}")
+        f"{PARSE_VERSION}:{_sha256_hex(text.encode('utf-8', 'surrogateescape'))}")
     found, remembered = recall_document(memo, key)
     if found and isinstance(remembered, dict):
         problem = remembered.get("problem")
@@ -114,3 +114,7 @@ def _boot_kernels(r: Reader) -> tuple[str, ...]:
     present = set(names)
     releases = [name[len("vmlinuz-"):] for name in names if name.startswith("vmlinuz-")]
     return tuple(sorted(rel for rel in releases if rel and f"initrd.img-{rel}" in present))
+
+
+def _sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

@@ -6,6 +6,8 @@ whole inventory incomplete (NFD skips such devices; we must block instead).
 
 from __future__ import annotations
 
+import re
+
 from magicstick_host.collect.amd import collect_amd_memory
 from magicstick_host.collect.reader import Reader
 from magicstick_host.domain.evidence import AMD_VENDOR, PciDevice, PciInventory
@@ -15,11 +17,10 @@ from magicstick_host.domain.parsers.pci import (
     parse_pci_id,
     parse_pci_revision,
 )
-from magicstick_host.lazy_pattern import LazyPattern
 
 PCI_DEVICES = "/sys/bus/pci/devices"
-_CARD = LazyPattern(r"card[0-9]+")
-_RENDER = LazyPattern(r"renderD[0-9]+")
+_CARD = re.compile(r"card[0-9]+")
+_RENDER = re.compile(r"renderD[0-9]+")
 
 
 def collect_pci(r: Reader) -> PciInventory:

@@ -4,11 +4,11 @@ exception. Collector modules ask "what is this value, or None?" and move on."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.evidence import Unknown
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.ports.hostfs import DEFAULT_MAX_BYTES, HostFS, HostReadError
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import TypeVar

@@ -6,10 +6,9 @@ escaped, as RFC 8785 does; NaN/Infinity are refused because they have no JSON sp
 
 from __future__ import annotations
 
+import hashlib
 import json
-
-from magicstick_host import digests
-from magicstick_host.static import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
@@ -22,4 +21,4 @@ def canonical_json(obj: Any) -> str:
 
 
 def sha256_hex(obj: Any) -> str:
-    return digests.sha256_hex(canonical_json(obj).encode("utf-8"))
+    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()

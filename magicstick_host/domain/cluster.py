@@ -8,13 +8,13 @@ and name, so a new operation adds a read without a new port method.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from magicstick_host.digests import sha256_hex
 from magicstick_host.domain.phase import Phase
 from magicstick_host.lite_dataclasses import dataclass, field
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
@@ -28,7 +28,7 @@ SYSTEM_NAMESPACE = "ai-system"
 
 def hostoperation_name(node_uid: str) -> str:
     """The HostOperation name for a Node: `host-` + 24 hex of sha256 over the JSON string."""
-    digest = sha256_hex(json.dumps(node_uid, ensure_ascii=False).encode())
+    digest = _sha256_hex(json.dumps(node_uid, ensure_ascii=False).encode())
     return f"host-{digest[:24]}"
 
 
@@ -78,3 +78,7 @@ class ClusterView:
     def is_served(self, key: str) -> bool | None:
         """True/False as discovery answered; None when it was not asked this tick."""
         return self.served.get(key)
+
+
+def _sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

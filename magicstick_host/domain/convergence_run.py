@@ -8,10 +8,11 @@ The changed tasks come from ansible's default output, the same text the log keep
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.strict_json import loads_strict
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass, replace
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
@@ -23,11 +24,11 @@ MAX_MESSAGE = 1024
 REBOOT_TASK = "Schedule the one reboot after the first convergence"
 
 # "TASK [k3s : Install K3s] ****": the role prefix is kept, it says which part changed
-_TASK = LazyPattern(r"^TASK \[(?P<name>.*)\] \**$")
-_CHANGED = LazyPattern(r"^changed: \[[^\]]*\](?: => \(item=(?P<item>.*?)\))?")
-_FAILED = LazyPattern(r"^(fatal|failed): \[")
+_TASK = re.compile(r"^TASK \[(?P<name>.*)\] \**$")
+_CHANGED = re.compile(r"^changed: \[[^\]]*\](?: => \(item=(?P<item>.*?)\))?")
+_FAILED = re.compile(r"^(fatal|failed): \[")
 # the last of the kept changed tasks of a long run (finish_run)
-_MORE = LazyPattern(r"^… and (?P<more>[0-9]+) more$")
+_MORE = re.compile(r"^… and (?P<more>[0-9]+) more$")
 
 
 def _failure_message(line: str) -> str:

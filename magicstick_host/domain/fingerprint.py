@@ -6,9 +6,10 @@ memory sizes (the carve-out is what configure-gpu-memory changes) are left out o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import Evidence, Unknown
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -8,13 +8,13 @@ transitions, the boots it saw and its outcome, as `fwupdmgr get-history` lists u
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.phase import TERMINAL_PHASES, Phase
 from magicstick_host.domain.state import State
 from magicstick_host.domain.times import rfc3339
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

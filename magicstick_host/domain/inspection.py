@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.fingerprint import hardware_fingerprint
@@ -19,7 +20,6 @@ from magicstick_host.domain.profiles import Profile
 from magicstick_host.domain.readiness import amd_host_driver_ready
 from magicstick_host.domain.serialize import evidence_to_json
 from magicstick_host.domain.times import rfc3339
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

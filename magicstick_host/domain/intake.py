@@ -9,6 +9,7 @@ are in its module (`OperationKind.request_fields`, `check_request`), found in th
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.offers import HOST_BUSY
@@ -30,7 +31,6 @@ from magicstick_host.domain.request import (
 )
 from magicstick_host.domain.state import State
 from magicstick_host.domain.times import parse_time
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from magicstick_host.lazy_pattern import LazyPattern
+import re
 
 # the first release line with the gfx1151 fixes, compared by the numbers of `uname -r`
 MIN_UPSTREAM = (6, 18, 4)
 # Ubuntu's OEM 6.14 kernels got the fixes backported from this ABI number on
 OEM_614_MIN_ABI = 1018
 
-_NUMBERS = LazyPattern(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:$|[-+~_.])")
-_OEM_614 = LazyPattern(r"^6\.14\.0-(\d+)-oem$")
-_UBUNTU = LazyPattern(r"^(\d+)\.(\d+)\.(\d+)-(\d+)-([a-z0-9]+(?:-[a-z0-9]+)*)$")
+_NUMBERS = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:$|[-+~_.])")
+_OEM_614 = re.compile(r"^6\.14\.0-(\d+)-oem$")
+_UBUNTU = re.compile(r"^(\d+)\.(\d+)\.(\d+)-(\d+)-([a-z0-9]+(?:-[a-z0-9]+)*)$")
 
 
 def kernel_numbers(release: str) -> tuple[int, int, int] | None:

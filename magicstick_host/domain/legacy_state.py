@@ -31,6 +31,7 @@ continue and how) is its operation module's `LegacyRules` (domain/operations/kin
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.legacy_values import nonempty_str, plan_of
 from magicstick_host.domain.limits import DEFAULT_LIMITS
@@ -41,7 +42,6 @@ from magicstick_host.domain.request import request_digest
 from magicstick_host.domain.state import LegacyNote, Operation, ProcessedRequest, State
 from magicstick_host.domain.times import rfc3339
 from magicstick_host.lite_dataclasses import dataclass, replace
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -14,10 +14,11 @@ refusal, a failure or a stop, err for what keeps the worker from working at all.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import State
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Literal

@@ -22,10 +22,10 @@ RuntimeDirectoryMode=).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import stat
 from collections.abc import Collection
-
-from magicstick_host.digests import hmac_sha256_hex, sha256_digest
 
 # the bits no one but the owner may have on a memo file, and the write bits on its directory
 OTHERS = 0o077
@@ -46,8 +46,9 @@ def file_trusted(mode: int, uid: int, size: int, owners: Collection[int], max_by
 
 
 def _seal_of(secret: bytes, key: str, text: str) -> str:
-    seal_key = sha256_digest(SEAL_LABEL + secret)
-    return hmac_sha256_hex(seal_key, key.encode("utf-8") + b"\0" + text.encode("utf-8"))
+    seal_key = hashlib.sha256(SEAL_LABEL + secret).digest()
+    message = key.encode("utf-8") + b"\0" + text.encode("utf-8")
+    return hmac.new(seal_key, message, "sha256").hexdigest()
 
 
 def seal(secret: bytes, key: str, text: str) -> str:

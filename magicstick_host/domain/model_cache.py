@@ -12,6 +12,8 @@ freeBytes, message, id}`:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.model_cache_blockers import Blockers
 from magicstick_host.domain.model_cache_inventory import (
@@ -21,7 +23,6 @@ from magicstick_host.domain.model_cache_inventory import (
 )
 from magicstick_host.domain.text import clip_message
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

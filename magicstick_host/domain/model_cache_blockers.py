@@ -8,6 +8,7 @@ which blocks too (and withdraws the capability: the workload inventory is unknow
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.model_cache_inventory import (
     CACHE_ROOTS,
@@ -16,7 +17,6 @@ from magicstick_host.domain.model_cache_inventory import (
     normalise_path,
 )
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -29,8 +29,9 @@ from magicstick_host.domain.model_cache_shared import STORE_DIR, blob_path
 from magicstick_host.hf_store_format import kept_in_sweeps, sweep_detail
 
 __all__ = ["kept_in_sweeps", "sweep_detail"]  # the sweep step's detail, read by the decisions
+from typing import TYPE_CHECKING
+
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

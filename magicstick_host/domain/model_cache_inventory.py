@@ -10,14 +10,14 @@ them stay. The request carries no path: every path the cleanup touches comes fro
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable
 
 from magicstick_host.domain.model_cache_shared import XET_HASH
 from magicstick_host.domain.parsers.mountinfo import Mount
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
 
-_HF_MODEL = LazyPattern(r"models--[A-Za-z0-9_.-]+")
+_HF_MODEL = re.compile(r"models--[A-Za-z0-9_.-]+")
 OLLAMA_ENTRIES = ("blobs", "manifests")
 
 

@@ -16,12 +16,12 @@ saved key of that SSID.
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain import netplan_entries as entries
 from magicstick_host.domain.network_capability import InterfaceView
 from magicstick_host.domain.network_settings import NetworkSettings
 from magicstick_host.domain.parsers.netplan import netplan_bool
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

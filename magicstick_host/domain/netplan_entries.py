@@ -9,9 +9,9 @@ not fully understand.
 from __future__ import annotations
 
 import fnmatch
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.parsers.netplan import netplan_bool, netplan_int
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -9,9 +9,11 @@ leaves the inventory: the published interfaces say only `hasPassword`.
 
 from __future__ import annotations
 
+import hmac
+import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from magicstick_host.digests import hmac_sha256_hex
 from magicstick_host.domain import netplan_entries as entries
 from magicstick_host.domain.canonical import canonical_json, sha256_hex
 from magicstick_host.domain.network_editable import why_not_editable, wifi_why_not
@@ -25,14 +27,12 @@ from magicstick_host.domain.network_evidence import (
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.netplan import netplan_network
 from magicstick_host.domain.text import clip_message
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass, field
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
 
-INTERFACE_NAME = LazyPattern(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$")
+INTERFACE_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$")
 MAX_INTERFACES = 32
 NETWORK_KEYS = frozenset({"version", "renderer", "ethernets", "wifis"})
 ID_KIND = "network/1"
@@ -333,7 +333,7 @@ def network_id(inventory: NetworkInventory, key: bytes) -> str:
             for i in inventory.interfaces
         ],
     }
-    return hmac_sha256_hex(key, canonical_json(subject).encode("utf-8"))
+    return hmac.new(key, canonical_json(subject).encode("utf-8"), "sha256").hexdigest()
 
 
 def network_section(

@@ -4,8 +4,9 @@ a trial could not carry over. Pure."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain import netplan_entries as entries
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

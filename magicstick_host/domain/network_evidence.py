@@ -10,8 +10,9 @@ As in domain/evidence.py, a fact that could not be read is `None` (or the collec
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.lite_dataclasses import dataclass, field
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

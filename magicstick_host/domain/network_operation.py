@@ -13,6 +13,9 @@ modules translate these into the framework's steps and phases).
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain import network_trial as trials
 from magicstick_host.domain.network_capability import NetworkInventory
 from magicstick_host.domain.network_request import (
@@ -29,9 +32,7 @@ from magicstick_host.domain.network_settings import (
     check_scan_settings,
 )
 from magicstick_host.domain.network_trial import TrialRecord
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 CONFIGURE, SCAN = "configure-network", "scan-wifi"
 NETWORK_ACTIONS = (CONFIGURE, SCAN)
 CONFIRMATION_ANNOTATION = "appliance.magicstick.dev/network-confirmed"
-HEX64 = LazyPattern(r"^[0-9a-f]{64}$")
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
 OUTCOME_PHASE = {"succeeded": "Succeeded", "rolled-back": "RolledBack", "failed": "Failed"}
 
 

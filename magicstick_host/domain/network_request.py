@@ -11,12 +11,12 @@ consumed within 10 minutes, so that a request that was never accepted leaves no 
 from __future__ import annotations
 
 import binascii
+import re
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.strict_json import loads_strict
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
@@ -27,7 +27,7 @@ REQUEST_ID_LABEL = "appliance.magicstick.dev/request-id"
 NODE_LABEL = "appliance.magicstick.dev/network-node"
 SETTINGS_KEY = "settings.json"
 NAME_PREFIX = "host-network-"
-NETWORK_REF = LazyPattern(r"^host-network-[0-9a-f]{32}$")
+NETWORK_REF = re.compile(r"^host-network-[0-9a-f]{32}$")
 MAX_SETTINGS_BYTES = 8192
 STALE_AFTER = timedelta(minutes=10)
 

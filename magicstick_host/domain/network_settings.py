@@ -9,10 +9,11 @@ the password (they go into the 0600 settings file and the managed netplan file o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.network_capability import InterfaceView, NetworkInventory
 from magicstick_host.domain.parsers.network import has_control_characters
 from magicstick_host.lite_dataclasses import dataclass, replace
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -17,10 +17,11 @@ Operator, as the appliance documentation tells them to.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.convergence_display import nvidia_compute_gpus, nvidia_display_gpus
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.text import clip_message
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -7,14 +7,14 @@ so a schema mistake cannot let `linux-generic` onto 24.04 or the HWE meta packag
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.versions import is_valid_version
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
@@ -25,7 +25,7 @@ ALLOWED_PACKAGES: Mapping[tuple[str, str], frozenset[str]] = {
     ("ubuntu", "24.04"): frozenset({"linux-generic-hwe-24.04"}),
 }
 # exact versions only: no wildcard, no "latest", no relation operators
-VERSION_PATTERN = LazyPattern(r"^[0-9][A-Za-z0-9.+:~_-]*$")
+VERSION_PATTERN = re.compile(r"^[0-9][A-Za-z0-9.+:~_-]*$")
 # the runtime profile ids the magicstick operator's catalog knows for this GPU; any other id
 # makes the node ineligible, so every preparation would fail in Registering (contract.md)
 OPERATOR_RUNTIME_PROFILES = frozenset({"strix-halo"})
@@ -75,7 +75,7 @@ class Profile:
         )
 
 
-_PLAIN_KEY = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
 def json_path(parts: Sequence[str | int]) -> str:

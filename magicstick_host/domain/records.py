@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import types
 from functools import cache
+from typing import TYPE_CHECKING, get_type_hints
 
 from magicstick_host import lite_dataclasses as dataclasses
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING, type_hints
 
 if TYPE_CHECKING:
     from typing import Any, TypeVar
@@ -46,7 +46,7 @@ def _fields(cls: type) -> tuple[tuple[str, str, Any, bool], ...]:
     """(attribute, JSON key, type, has a default) of each field of a record class."""
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"{cls!r} is not a record (a dataclass)")
-    hints = type_hints(cls)
+    hints = get_type_hints(cls)
     return tuple(
         (
             f.name,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.convergence_run import report_section
@@ -10,7 +11,6 @@ from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Block, State
 from magicstick_host.domain.text import clip_message
 from magicstick_host.domain.times import rfc3339
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.strict_json import REPORT
 from magicstick_host.errors import ExitCode, MagicstickError
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

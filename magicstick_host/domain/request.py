@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.text import clip_message
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass, field
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
 
-REQUEST_ID = LazyPattern(r"^[0-9a-f]{32}$")
-HEX64 = LazyPattern(r"^[0-9a-f]{64}$")
+REQUEST_ID = re.compile(r"^[0-9a-f]{32}$")
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,13 @@ and validates it against schemas/state.schema.json; this module never does I/O.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.convergence_run import ConvergenceRun
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.records import NoData, record_to_json
 from magicstick_host.domain.text import MAX_MESSAGE, MAX_STATUS_REFUSED, clip_message
 from magicstick_host.lite_dataclasses import dataclass, field, replace
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -9,6 +9,8 @@ original worker's migrated note (`data.legacy`) becomes `Operation.legacy`. Pure
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.convergence_run import ConvergenceRun
 from magicstick_host.domain.operations.registry import data_type
 from magicstick_host.domain.phase import Phase
@@ -21,7 +23,6 @@ from magicstick_host.domain.state import (
     State,
     Step,
 )
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

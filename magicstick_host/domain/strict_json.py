@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-
-from magicstick_host.static import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

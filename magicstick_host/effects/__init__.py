@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.ports.clock import Clock
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.kube import KubePort
 from magicstick_host.ports.runner import CommandRunner
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

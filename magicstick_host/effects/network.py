@@ -17,11 +17,11 @@ decides nothing; each returns (ok, detail) or raises only for a crash.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from magicstick_host.ports.host_files import HostWriteError, RootedHostFiles
 from magicstick_host.ports.network_store import NetworkStore, NetworkStoreError, sha256_bytes
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult, CommandRunner
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

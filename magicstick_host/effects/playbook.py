@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host.errors import MagicstickError
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.ports.runner import CommandResult
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
@@ -26,8 +26,8 @@ HEARTBEAT_S = 30.0
 # caps it at 128 MiB) is read from its end only
 LOG_TAIL_BYTES = 1024 * 1024
 # "TASK [prepare : Install the approved kernel packages] ****": the role prefix is dropped
-_TASK = LazyPattern(r"^TASK \[(?:[\w.-]+ : )?(?P<name>.*)\]")
-_FAILED = LazyPattern(r"^(fatal|failed): \[")
+_TASK = re.compile(r"^TASK \[(?:[\w.-]+ : )?(?P<name>.*)\]")
+_FAILED = re.compile(r"^(fatal|failed): \[")
 
 
 def failed_task(log_text: str) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from magicstick_host.collect.network import collect_network
 from magicstick_host.domain.netplan_config import managed_document, managed_network
@@ -29,7 +30,6 @@ from magicstick_host.errors import KubeError, KubeNotFoundError
 from magicstick_host.network import trial_steps as steps
 from magicstick_host.network.trial_steps import TrialPorts
 from magicstick_host.ports.network_store import NetworkStore, NetworkStoreError
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

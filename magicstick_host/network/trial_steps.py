@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain import network_trial as trials
 from magicstick_host.domain.network_evidence import MANAGED_NETPLAN_NAME
@@ -26,7 +27,6 @@ from magicstick_host.ports.clock import Clock
 from magicstick_host.ports.host_files import RootedHostFiles
 from magicstick_host.ports.network_store import NetworkStore
 from magicstick_host.ports.runner import CommandRunner
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -13,6 +13,8 @@ Each tick, after the cluster reads and before intake:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
 from magicstick_host.domain.cluster import ClusterView
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
@@ -43,7 +45,6 @@ from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.kube import KubePort
 from magicstick_host.ports.network_store import NetworkStore, NetworkStoreError
 from magicstick_host.ports.state_store import StateStore
-from magicstick_host.static import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from typing import Any

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import Protocol
 
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import Protocol
 
 
 @dataclass(frozen=True)

@@ -39,10 +39,10 @@ import json
 import os
 import time
 from collections.abc import Callable, Collection
+from typing import Protocol
 
 from magicstick_host.domain.memo_trust import directory_trusted, file_trusted, seal, unseal
 from magicstick_host.domain.strict_json import MAX_DEPTH, Bounds
-from magicstick_host.static import Protocol
 
 MEMO_VERSION = 1
 MAX_AGE_S = 3600.0

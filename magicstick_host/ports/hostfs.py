@@ -14,8 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-
-from magicstick_host.static import Protocol
+from typing import Protocol
 
 DEFAULT_MAX_BYTES = 1024 * 1024
 # /var/lib/dpkg/status is several MB on a real host

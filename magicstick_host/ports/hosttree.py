@@ -27,10 +27,10 @@ import os
 import posixpath
 import stat
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.ports.hostfs import MAX_SYMLINK_HOPS, HostReadError
-from magicstick_host.static import Protocol
 
 MISSING = "missing"
 SYMLINK = "symlink"

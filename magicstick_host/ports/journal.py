@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.strict_json import loads_strict
 from magicstick_host.errors import UnsafePathError
 from magicstick_host.ports.safe_files import open_checked, open_or_create, read_all, read_regular
 from magicstick_host.ports.safe_files import write_all as _write_all
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

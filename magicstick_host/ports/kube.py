@@ -42,6 +42,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import quote
 
 from magicstick_host.domain.cluster import hostoperation_name
@@ -63,7 +64,6 @@ from magicstick_host.ports.kube_answers import (
 from magicstick_host.ports.kube_lists import list_or_none
 from magicstick_host.ports.kube_secrets import NetworkSecrets, NetworkSecretsPort
 from magicstick_host.ports.kubeconfig import load_kubeconfig
-from magicstick_host.static import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from typing import Any

@@ -3,6 +3,8 @@ KUBE_ANSWER), and the taxonomy error of an HTTP status with the server's own mes
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.strict_json import KUBE_ANSWER
 from magicstick_host.errors import (
     KubeConflictError,
@@ -11,7 +13,6 @@ from magicstick_host.errors import (
     KubeTemporaryError,
     KubeUnreadableError,
 )
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

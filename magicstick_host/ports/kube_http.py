@@ -22,12 +22,12 @@ import select
 import socket
 import ssl
 import time
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from magicstick_host.errors import KubeConfigError, KubeTemporaryError
 from magicstick_host.ports.http_response import BadResponse, read_response
 from magicstick_host.ports.kubeconfig import KubeConfig
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -20,14 +20,14 @@ unreadable, never trusted unread.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import quote
 
 from magicstick_host.domain.strict_json import KUBE_ANSWER
 from magicstick_host.errors import KubeNotFoundError, KubeTemporaryError, KubeUnreadableError
-from magicstick_host.lazy_pattern import LazyPattern
-from magicstick_host.static import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from typing import Any
@@ -40,16 +40,16 @@ if TYPE_CHECKING:
     Json = dict[str, Any]
 
 _STRING = r'"(?:[^"\\]|\\.){0,400}"'
-_ITEM = LazyPattern(
+_ITEM = re.compile(
     r'\{"kind":"PartialObjectMetadata","apiVersion":"meta\.k8s\.io/v1","metadata":\{"name":('
     + _STRING + r')(?:,"generateName":' + _STRING + r')?(?:,"namespace":(' + _STRING + r'))?'
 )
-_LIST_META = LazyPattern(
+_LIST_META = re.compile(
     r'\{"kind":"PartialObjectMetadataList","apiVersion":"meta\.k8s\.io/v1","metadata":'
     r'(\{[^{}]{0,8192}\})'
 )
 # what a name or namespace in a path may be (DNS subdomain names, as the apiserver requires)
-_NAME = LazyPattern(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 
 class Lister(Protocol):

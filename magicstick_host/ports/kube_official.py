@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from typing import TYPE_CHECKING
 
 from magicstick_host.errors import KubeConfigError, KubeTemporaryError
 from magicstick_host.ports.kube_http import MAX_BODY_BYTES
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -8,10 +8,10 @@ goes through RealKube's `_request`, so the port's timeout and tick budget bound 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import quote
 
 from magicstick_host.errors import KubeTemporaryError
-from magicstick_host.static import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from typing import Any

@@ -3,7 +3,7 @@ the lean transport (kube_http.py) and the official client (kube_official.py)."""
 
 from __future__ import annotations
 
-from magicstick_host.static import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from typing import Any

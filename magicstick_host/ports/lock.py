@@ -21,9 +21,9 @@ import os
 import stat
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 from magicstick_host.errors import LockBusyError, UnsafePathError, local_file_error
-from magicstick_host.static import Protocol
 
 
 class Lock(Protocol):

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host import schemas
 from magicstick_host.domain.strict_json import CACHE_FILE as BOUNDS
 from magicstick_host.errors import MagicstickError
 from magicstick_host.ports.safe_files import fsync_dir, open_checked, read_all, write_all
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

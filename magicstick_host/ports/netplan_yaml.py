@@ -15,13 +15,12 @@ reader could take for something else.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import yaml
 
 from magicstick_host.domain.parsers.common import ParseError, shorten
 from magicstick_host.domain.parsers.netplan import NULL_WORDS, netplan_bool
-from magicstick_host.lazy_pattern import LazyPattern
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
@@ -131,7 +130,7 @@ class _NetplanDumper(yaml.SafeDumper):
     """Block style; a string that could be read as another type is double-quoted."""
 
 
-_BARE = LazyPattern(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+_BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> Any:

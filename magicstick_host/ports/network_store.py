@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host import schemas
-from magicstick_host.digests import sha256_hex
 from magicstick_host.domain.network_trial import TrialRecord
 from magicstick_host.domain.strict_json import loads_strict
 from magicstick_host.errors import LockBusyError, StateError
@@ -42,7 +43,6 @@ from magicstick_host.ports.safe_files import (
     read_all,
     write_all,
 )
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
@@ -345,10 +345,14 @@ class NetworkStore:
 
 
 def sha256_bytes(data: bytes) -> str:
-    return sha256_hex(data)
+    return _sha256_hex(data)
 
 
 def _rmtree(path: Path | str, ignore_errors: bool = False) -> None:
     import shutil  # on use: it imports the compression modules, which a tick never needs
 
     shutil.rmtree(path, ignore_errors=ignore_errors)
+
+
+def _sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

@@ -3,9 +3,9 @@
 Effects (shutdown, ansible-playbook) and the few read-only queries (systemctl is-active,
 uname -m) go through it, so the host simulator can stand in for the real machine.
 
-A real command's output and time are hostile until bounded (architecture.md). Whichever way
-it is started (ports/spawn.py's posix_spawn for a captured run, subprocess where a log file or
-handed-down descriptors are needed), RealRunner holds every run to the same limits, kept here:
+A real command's output and time are hostile until bounded (architecture.md). subprocess
+starts it (Popen, stdin from /dev/null, a process group of its own); RealRunner holds every
+run to these limits, kept here:
 - the command leads a process group of its own, and that group is killed whole (SIGKILL)
   at the deadline: a grandchild does not outlive the call;
 - the exit is the command's own: once the direct child has exited, the runner takes what its
@@ -21,11 +21,13 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import signal
+import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import Protocol
 
 # conventional shell codes, so a missing tool or a timeout reads like it would in a shell
 NOT_FOUND = 127
@@ -41,7 +43,7 @@ DRAIN_S = 0.25  # after the child's exit, for what its pipes still hold
 LOG_POLL_S = 0.05  # how often a logged run's exit and log size are looked at
 NAP_MAX_S = 0.05  # without a pidfd: the longest wait between two looks at the child's exit
 READ_SIZE = 65536
-SIGKILL = 9  # Linux's number (tests/ports/test_runner.py checks it against signal's)
+SIGKILL = signal.SIGKILL
 
 EXITED = "exited"
 DEADLINE = "deadline"
@@ -109,23 +111,6 @@ class RealRunner:
     ) -> CommandResult:
         args = tuple(argv)
         deadline = time.monotonic() + timeout
-        if stdout_path is None and not pass_fds:
-            from magicstick_host.ports.spawn import spawn_piped
-
-            try:
-                piped = spawn_piped(args, env)
-            except FileNotFoundError as exc:
-                return CommandResult(args, NOT_FOUND, "", str(exc))
-            if piped is not None:
-                pid, out_r, err_r = piped
-                try:
-                    return self._captured(args, timeout, deadline, pid, (out_r, err_r),
-                                          lambda: _reaped(pid))
-                finally:
-                    os.close(out_r)
-                    os.close(err_r)
-        import subprocess  # with threading and selectors: only for a process that runs one
-
         environ = dict(env) if env is not None else None
         try:
             if stdout_path is not None:
@@ -295,10 +280,6 @@ def _ended(pid: int, reap: Callable[[], int]) -> int:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, SIGKILL)
     return reap()
-
-
-def _reaped(pid: int) -> int:
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
 def _noted(stderr: str, note: str) -> str:

@@ -13,10 +13,10 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host.errors import LocalFileError, UnsafePathError, local_file_error
 from magicstick_host.ports.state_paths import PathProblem, path_problem, writable_problem
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any, TypeVar

@@ -4,6 +4,8 @@ a one-line reason for anything else: the state store treats that as a corrupt fi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host import schemas
 from magicstick_host.domain.legacy_state import is_legacy_document, migrate_legacy_state
 from magicstick_host.domain.phase import Phase
@@ -12,7 +14,6 @@ from magicstick_host.domain.state import State
 from magicstick_host.domain.state_codec import record_type, state_from_json
 from magicstick_host.domain.strict_json import loads_strict
 from magicstick_host.ports.clock import Instant
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

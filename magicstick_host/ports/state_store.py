@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from magicstick_host import schemas
 from magicstick_host.domain.legacy_state import migration_summary
@@ -46,7 +48,6 @@ from magicstick_host.errors import (
     StateError,
     UnsafePathError,
 )
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import replace
 from magicstick_host.ports.clock import Clock, Instant, RealClock
 from magicstick_host.ports.journal import JournalFile, entry_seq
@@ -70,14 +71,13 @@ from magicstick_host.ports.state_paths import (
     PathProblem,
     path_problem,
 )
-from magicstick_host.static import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from typing import Any, BinaryIO, NoReturn
 
 TEMP_PREFIX = ".state.json.tmp-"
 MAX_STATE_BYTES = 16 * 1024 * 1024
-_UID_RE = LazyPattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+_UID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 
 # A crash-injection seam: called with a point name ("before-replace", "after-replace",
 # "after-archive", "before-journal-append"); a test raises (or os._exit()s) there.

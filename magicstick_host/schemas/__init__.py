@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import os
 from functools import cache
+from typing import TYPE_CHECKING
 
 from magicstick_host.schemas.compiled import compile_schema
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

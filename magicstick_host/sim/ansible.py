@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from magicstick_host.lite_dataclasses import dataclass, field
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import types
 from functools import cache
+from typing import TYPE_CHECKING, get_type_hints
 
 from magicstick_host import lite_dataclasses as dataclasses
 from magicstick_host.errors import BadInputError
 from magicstick_host.sim.model import Host
-from magicstick_host.static import TYPE_CHECKING, type_hints
 
 if TYPE_CHECKING:
     from typing import Any
@@ -72,7 +72,7 @@ def _build_dataclass(cls: type[Any], value: object, where: str) -> Any:
 
 @cache  # the simulated runner loads the host for every command it answers
 def _fields(cls: type) -> tuple[tuple[str, Any, bool], ...]:
-    hints = type_hints(cls)  # the model's modules import typing's names for the checker only
+    hints = get_type_hints(cls)  # the model's modules import typing's names for the checker only
     return tuple(
         (f.name, hints[f.name],
          f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)

@@ -17,12 +17,12 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.convergence_display import is_nvidia_display
 from magicstick_host.sim.ansible import PlayLog
 from magicstick_host.sim.faults import take_one_shot
 from magicstick_host.sim.model import Host
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

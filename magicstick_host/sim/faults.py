@@ -37,9 +37,9 @@ import contextlib
 import fcntl
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host.sim.model import Host
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Literal

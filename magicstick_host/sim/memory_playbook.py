@@ -11,10 +11,11 @@ The limit takes effect at the next boot (`sim/boot.py`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.sim.ansible import PlayLog, require
 from magicstick_host.sim.faults import MEMORY_PLAYBOOK_FAILS
 from magicstick_host.sim.model import Host
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

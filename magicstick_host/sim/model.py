@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import TYPE_CHECKING
 
 from magicstick_host.lite_dataclasses import dataclass, field
 from magicstick_host.sim.network_model import SimNetwork
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import uuid

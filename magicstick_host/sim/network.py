@@ -19,11 +19,11 @@ reads /etc/netplan back (the worker writes there), both called by the shared ren
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from magicstick_host.domain.parsers import ParseError
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult
 from magicstick_host.sim.clock import boottime
 from magicstick_host.sim.effects_log import record
@@ -217,7 +217,7 @@ def _netplan(net: SimNetwork, args: tuple[str, ...]) -> tuple[CommandResult, boo
 
 # -- the transient rollback timer ------------------------------------------------------------------
 
-_ON_ACTIVE = LazyPattern(r"^--on-active=([0-9]+)s?$")
+_ON_ACTIVE = re.compile(r"^--on-active=([0-9]+)s?$")
 
 
 def _systemd_run(net: SimNetwork, args: tuple[str, ...], now_boottime: float) -> CommandResult:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain import netplan_entries as entries
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.netplan import netplan_bool, netplan_int
 from magicstick_host.lite_dataclasses import dataclass, field
 from magicstick_host.sim.network_model import AccessPoint, SimInterface, SimNetwork
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -16,23 +16,22 @@ Faults: see `sim/faults.py`.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.versions import compare_versions
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass, replace
 from magicstick_host.sim import catalog
 from magicstick_host.sim.ansible import PlayLog, banner, require
 from magicstick_host.sim.builders import UBUNTU_KERNELS, ubuntu_kernel_signature
 from magicstick_host.sim.faults import APT_CRASH_HALFWAY, APT_FAILS, PACKAGE_UNAVAILABLE
 from magicstick_host.sim.model import Host, Package
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
 
 GATE = {"linux-generic": "26.04", "linux-generic-hwe-24.04": "24.04"}
-META_RE = LazyPattern(r"^linux-generic(-hwe-\d\d\.\d\d)?$")
-VERSION_RE = LazyPattern(r"^(\d+:)?[0-9][A-Za-z0-9.+~]*(-[A-Za-z0-9.+~]+)?$")
+META_RE = re.compile(r"^linux-generic(-hwe-\d\d\.\d\d)?$")
+VERSION_RE = re.compile(r"^(\d+:)?[0-9][A-Za-z0-9.+~]*(-[A-Za-z0-9.+~]+)?$")
 INSTALL_TASK = "Install the approved kernel packages"
 HALF = "install ok half-configured"
 

@@ -14,6 +14,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magicstick_host.errors import BadInputError
 from magicstick_host.sim.codec import host_from_dict, host_to_dict
@@ -21,7 +22,6 @@ from magicstick_host.sim.entries import Dir, Entry, File, Link, Socket
 from magicstick_host.sim.faults import CARVEOUT_WRITE
 from magicstick_host.sim.model import Host, default_boot_id
 from magicstick_host.sim.network import take_back_netplan
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

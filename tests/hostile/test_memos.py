@@ -58,13 +58,14 @@ def edited_memo(rig: Rig, trusted: Path, decoy_port: int, verdict: Verdict) -> b
         return raw.replace(proxy_url, decoy_url)
     verdict.note("the worker wrote no kubeconfig memo; a memo in ports/command_memo.py's format "
                  "is planted instead")
-    from magicstick_host.digests import sha256_hex
+    from hashlib import sha256
+
     from magicstick_host.ports.kubeconfig import PARSE_VERSION
 
     kubeconfig = rig.kubeconfig.read_bytes()
     doc = json.loads(kubeconfig)
     doc["clusters"][0]["cluster"]["server"] = decoy_url.decode()
-    return json.dumps({"version": 1, "key": f"{PARSE_VERSION}:{sha256_hex(kubeconfig)}",
+    return json.dumps({"version": 1, "key": f"{PARSE_VERSION}:{sha256(kubeconfig).hexdigest()}",
                        "at": time.time(), "output": json.dumps(doc)}).encode()
 
 

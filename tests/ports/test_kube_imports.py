@@ -119,8 +119,6 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 # what the timer's tick must not pay for (issue 15): the simulator is loaded only for a
 # simulated root's executor, so it is left out of this list and checked in test_layers.py
 NOT_ON_THE_HOT_PATH = ("kubernetes", "jsonschema", "filelock", "referencing",
-                       # typing's names are for the checker (magicstick_host/static.py)
-                       "typing",
                        # click (tick_fast.py), the standard dataclasses and what they bring
                        "click", "dataclasses", "inspect", "tokenize", "logging",
                        "magicstick_host.cli.history_cmd", "magicstick_host.cli.status_cmd",

@@ -199,13 +199,15 @@ def test_an_edited_kubeconfig_memo_that_kept_its_key_is_not_used(tmp_path: Path)
 
 def test_a_kubeconfig_memo_in_the_old_format_is_not_used(tmp_path: Path) -> None:
     """A memo written with the key alone (no seal), as anyone who read the key could."""
-    from magicstick_host.digests import sha256_hex
+    from hashlib import sha256
+
     from magicstick_host.ports.kubeconfig import PARSE_VERSION
 
     path = write(tmp_path, k3s_document(REAL))
     decoy = k3s_document(DECOY)
     memo = FileCommandMemo(private_dir(tmp_path / "run") / "kubeconfig.json")
-    memo.remember(f"{PARSE_VERSION}:{sha256_hex(Path(path).read_bytes())}", json.dumps(decoy))
+    digest = sha256(Path(path).read_bytes()).hexdigest()
+    memo.remember(f"{PARSE_VERSION}:{digest}", json.dumps(decoy))
     assert load_kubeconfig(path, memo).server == REAL
 
 

@@ -1,6 +1,6 @@
 """RealRunner's bounds on a command (issue #24, N4 and N5), on real processes, for each way a
-command runs: captured through posix_spawn (ports/spawn.py), captured through subprocess (when
-descriptors are handed down) and logged to a file (stdout_path).
+command runs: captured (stdout and stderr on pipes), captured with descriptors handed down
+(pass_fds), and logged to a file (stdout_path).
 
 - output is capped per stream: past the cap the run is OUTPUT_TOO_LARGE with its first bytes,
   and the worker's memory stays bounded;
@@ -31,15 +31,15 @@ from magicstick_host.ports.runner import (
 
 pytestmark = pytest.mark.real_commands
 
-WAYS = ("spawned", "fds-passed", "logged")
-CAPTURED = ("spawned", "fds-passed")
+WAYS = ("captured", "fds-passed", "logged")
+CAPTURED = ("captured", "fds-passed")
 
 
 def run(way: str, argv: list[str], timeout: float, tmp_path: Path,
         runner: RealRunner | None = None) -> tuple[CommandResult, str]:
     """The result, and the command's stdout as that way keeps it."""
     runner = runner or RealRunner()
-    if way == "spawned":
+    if way == "captured":
         got = runner.run(argv, timeout=timeout)
         return got, got.stdout
     if way == "fds-passed":

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -29,7 +29,6 @@ from magicstick_host.domain.text import MAX_MESSAGE
 from magicstick_host.errors import BadInputError, StateCorruptError, StateError, UnsafePathError
 from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.state_store import TEMP_PREFIX, FileStateStore
-from magicstick_host.static import type_hints
 
 NOBODY = 65534
 NOW = datetime(2026, 5, 9, 7, 35, 12, tzinfo=UTC)
@@ -465,7 +464,7 @@ def records(cls: type) -> st.SearchStrategy[Any]:
     """Instances of a record class, every field drawn from its type as the worker reads it
     (static.type_hints): the data modules import typing's names for the checker only, so
     hypothesis's own reading of the annotations cannot resolve them."""
-    return st.builds(cls, **{name: _of_type(hint) for name, hint in type_hints(cls).items()})
+    return st.builds(cls, **{name: _of_type(hint) for name, hint in get_type_hints(cls).items()})
 
 
 def _of_type(hint: Any) -> st.SearchStrategy[Any]:

@@ -7,6 +7,8 @@ even when the capability is unsupported, so the dashboard can show the host as i
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import CarveoutOption, Evidence
 from magicstick_host.domain.fingerprint import host_identity
@@ -14,7 +16,6 @@ from magicstick_host.domain.gpu_memory.support import SupportFacts, support_fact
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.text import clip_message
 from magicstick_host.lite_dataclasses import dataclass, replace
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -7,6 +7,7 @@ reads, the phase dispatch (decide.py) and the legacy migration read only this.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.cluster import ClusterRead
 from magicstick_host.domain.decisions import ClassifiedStep, Decision, Situation, Wait
@@ -17,7 +18,6 @@ from magicstick_host.domain.records import NoData
 from magicstick_host.domain.request import Accepted, HostFacts
 from magicstick_host.domain.state import Operation
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any, Literal

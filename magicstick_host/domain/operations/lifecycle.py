@@ -4,6 +4,7 @@ and the HostOperation status it publishes. The same for every operation."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase
@@ -13,7 +14,6 @@ from magicstick_host.domain.state import Operation, Step
 from magicstick_host.domain.text import clip_message
 from magicstick_host.domain.times import rfc3339
 from magicstick_host.lite_dataclasses import replace
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

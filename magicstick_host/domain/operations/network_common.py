@@ -11,6 +11,7 @@ one 0600 file of the state directory.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.decisions import (
     ClassifiedStep,
@@ -30,7 +31,6 @@ from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.request import Accepted, HostFacts
 from magicstick_host.domain.state import Operation
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -8,6 +8,7 @@ else's.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.decisions import ClassifiedStep, Decision, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence
@@ -23,7 +24,6 @@ from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.records import NoData
 from magicstick_host.domain.request import HostFacts
 from magicstick_host.domain.state import Operation
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

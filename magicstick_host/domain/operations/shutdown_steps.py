@@ -3,12 +3,13 @@ proves it, and classify a scheduling step that has no outcome. Pure."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.decisions import ClassifiedStep, Decision, RunStep, SetPhase, Wait
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Literal

@@ -8,15 +8,15 @@ it: everything after `<index>: `, whitespace-trimmed (`Minimum (512 MB)`, `(1 GB
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from magicstick_host.domain.evidence import CarveoutOption
 from magicstick_host.domain.parsers.common import ParseError, parse_uint, shorten, split_lines
-from magicstick_host.lazy_pattern import LazyPattern
 
 MAX_OPTIONS = 19
 # the name is greedy so that a name containing parentheses still leaves the size at the end
-_OPTION = LazyPattern(r"([0-9]{1,3}): (.*) \(([0-9]{1,7}) (GB|MB)\)")
+_OPTION = re.compile(r"([0-9]{1,3}): (.*) \(([0-9]{1,7}) (GB|MB)\)")
 _MI_PER_UNIT = {"GB": 1024, "MB": 1}
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from magicstick_host.lazy_pattern import LazyPattern
+import re
 
-_UINT = LazyPattern(r"[0-9]+")
-_INT = LazyPattern(r"-?[0-9]+")
+_UINT = re.compile(r"[0-9]+")
+_INT = re.compile(r"-?[0-9]+")
 # values far beyond any real count are garbage, and int() of a huge string is slow
 MAX_DIGITS = 20
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from magicstick_host.domain.parsers.common import ParseError, split_lines
-from magicstick_host.lazy_pattern import LazyPattern
+import re
 
-_ASSIGN = LazyPattern(r"\s*(?:export\s+)?(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)=(.*)")
+from magicstick_host.domain.parsers.common import ParseError, split_lines
+
+_ASSIGN = re.compile(r"\s*(?:export\s+)?(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)=(.*)")
 
 
 def _shell_word(raw: str, lineno: int) -> str:

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 from magicstick_host.domain.parsers.common import ParseError, shorten, single_line, split_lines
-from magicstick_host.lazy_pattern import LazyPattern
 
-_BOOT_ID = LazyPattern(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_RELEASE = LazyPattern(r"[0-9][0-9A-Za-z._+~-]{0,127}")
-_ARCH = LazyPattern(r"[a-z0-9_]{1,32}")
-_NVIDIA_VERSION = LazyPattern(r"[0-9]+\.[0-9]+(?:\.[0-9]+)?")
-_NVRM_VERSION = LazyPattern(r"(?<![0-9A-Za-z_.])([0-9]+\.[0-9]+(?:\.[0-9]+)?)(?![0-9A-Za-z_.])")
-_MODEL_NAME = LazyPattern(r"model name\s*:\s*(.*)")
+_BOOT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_RELEASE = re.compile(r"[0-9][0-9A-Za-z._+~-]{0,127}")
+_ARCH = re.compile(r"[a-z0-9_]{1,32}")
+_NVIDIA_VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+)?")
+_NVRM_VERSION = re.compile(r"(?<![0-9A-Za-z_.])([0-9]+\.[0-9]+(?:\.[0-9]+)?)(?![0-9A-Za-z_.])")
+_MODEL_NAME = re.compile(r"model name\s*:\s*(.*)")
 
 
-def _matching(text: str, pattern: LazyPattern, what: str) -> str:
+def _matching(text: str, pattern: re.Pattern[str], what: str) -> str:
     body = single_line(text, what)
     if not pattern.fullmatch(body):
         raise ParseError(f"{what}: unexpected value {shorten(body)!r}")

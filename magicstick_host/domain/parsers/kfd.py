@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from magicstick_host.domain.parsers.common import MAX_DIGITS, ParseError, shorten, split_lines
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
 
-_PROPERTY = LazyPattern(r"([a-z0-9_]+) ([0-9]+)")
+_PROPERTY = re.compile(r"([a-z0-9_]+) ([0-9]+)")
 
 
 @dataclass(frozen=True)

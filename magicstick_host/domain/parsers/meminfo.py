@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from magicstick_host.domain.parsers.common import MAX_DIGITS, ParseError, split_lines
-from magicstick_host.lazy_pattern import LazyPattern
+import re
 
-_MEMTOTAL = LazyPattern(r"MemTotal:[ \t]*([0-9]+) kB")
+from magicstick_host.domain.parsers.common import MAX_DIGITS, ParseError, split_lines
+
+_MEMTOTAL = re.compile(r"MemTotal:[ \t]*([0-9]+) kB")
 
 
 def parse_mem_total_kib(text: str) -> int:

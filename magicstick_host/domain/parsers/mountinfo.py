@@ -13,16 +13,15 @@ from __future__ import annotations
 import re
 
 from magicstick_host.domain.parsers.common import ParseError, shorten, split_lines
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
 
 # the kernel escapes exactly these four characters, always as three octal digits
 _ESCAPES = {"040": " ", "011": "\t", "012": "\n", "134": "\\"}
-_ESCAPE = LazyPattern(r"\\([0-7]{3})")
-_ID = LazyPattern(r"[0-9]{1,10}")
-_DEV = LazyPattern(r"([0-9]{1,10}):([0-9]{1,10})")
+_ESCAPE = re.compile(r"\\([0-7]{3})")
+_ID = re.compile(r"[0-9]{1,10}")
+_DEV = re.compile(r"([0-9]{1,10}):([0-9]{1,10})")
 # an optional field: shared:N, master:N, propagate_from:N, unbindable
-_OPTIONAL = LazyPattern(r"[a-z_]+(:[0-9]+)?")
+_OPTIONAL = re.compile(r"[a-z_]+(:[0-9]+)?")
 
 
 @dataclass(frozen=True)

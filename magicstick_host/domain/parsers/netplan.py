@@ -9,9 +9,10 @@ whatever its quoting (`dhcp4: "yes"` is true, `metric: "100"` is 100). The YAML 
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.parsers.common import ParseError
-from magicstick_host.lazy_pattern import LazyPattern
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 TRUE_WORDS = frozenset({"true", "yes", "on", "y"})
 FALSE_WORDS = frozenset({"false", "no", "off", "n"})
 NULL_WORDS = frozenset({"", "~", "null"})
-_UINT = LazyPattern(r"^[0-9]{1,18}$")
+_UINT = re.compile(r"^[0-9]{1,18}$")
 
 
 def netplan_bool(value: Any) -> bool | None:

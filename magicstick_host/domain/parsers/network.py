@@ -9,17 +9,18 @@ trailing spaces).
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.network_evidence import DefaultRoute, IpAddress, IpLink, WifiLink
 from magicstick_host.domain.parsers.common import ParseError, shorten, split_lines
 from magicstick_host.domain.strict_json import loads_strict
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
 
-_MAC = LazyPattern(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
+_MAC = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
 MAX_LINKS = 4096
 
 
@@ -114,7 +115,7 @@ def parse_default_routes(text: str) -> tuple[DefaultRoute, ...]:
     return tuple(routes)
 
 
-_ESCAPE = LazyPattern(r"\\x([0-9a-fA-F]{2})")
+_ESCAPE = re.compile(r"\\x([0-9a-fA-F]{2})")
 
 
 def decode_iw_ssid(text: str) -> bytes:
@@ -176,8 +177,8 @@ class ScannedBss:
     wpa: bool
 
 
-_BSS = LazyPattern(r"^BSS ([0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5})")
-_SIGNAL = LazyPattern(r"^signal: (-?[0-9]+(?:\.[0-9]+)?) dBm$")
+_BSS = re.compile(r"^BSS ([0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5})")
+_SIGNAL = re.compile(r"^signal: (-?[0-9]+(?:\.[0-9]+)?) dBm$")
 MAX_BSS = 1024
 
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 import re
 
 from magicstick_host.domain.parsers.common import ParseError, shorten, single_line
-from magicstick_host.lazy_pattern import LazyPattern
 
-_ADDRESS = LazyPattern(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+_ADDRESS = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 
 
 def _hex(text: str, digits: int, what: str) -> str:

@@ -7,9 +7,8 @@ import re
 
 from magicstick_host.domain.evidence import ScheduledShutdown
 from magicstick_host.domain.parsers.common import ParseError, parse_uint, shorten, split_lines
-from magicstick_host.lazy_pattern import LazyPattern
 
-_LINE = LazyPattern(r"([A-Z_]+)=(.*)")
+_LINE = re.compile(r"([A-Z_]+)=(.*)")
 
 
 def parse_scheduled_shutdown(text: str) -> ScheduledShutdown:

@@ -3,17 +3,18 @@ kernels `Ubuntu 7.0.0-31.31~24.04.1-generic 7.0.4`."""
 
 from __future__ import annotations
 
+import re
+
 from magicstick_host.domain.parsers.common import ParseError, shorten, single_line
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass
 
 # <abi>.<upload>[~suffix]-<flavour>; the flavour may itself contain dashes (generic-64k)
-_KERNEL = LazyPattern(
+_KERNEL = re.compile(
     r"(?P<abi>[0-9]+\.[0-9]+\.[0-9]+-[0-9]+)\.(?P<upload>[0-9]+)"
     r"(?P<suffix>[~+][0-9A-Za-z.+~]+)?-(?P<flavour>[a-z0-9][a-z0-9-]*)"
 )
-_UPSTREAM = LazyPattern(r"[0-9]+(?:\.[0-9]+)*(?:-rc[0-9]+)?(?:\+)?")
-_DISTRO = LazyPattern(r"[A-Za-z][A-Za-z0-9._-]*")
+_UPSTREAM = re.compile(r"[0-9]+(?:\.[0-9]+)*(?:-rc[0-9]+)?(?:\+)?")
+_DISTRO = re.compile(r"[A-Za-z][A-Za-z0-9._-]*")
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ can offer it, show it and send `allowExperimental` from its `experimental`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any, Literal

@@ -7,6 +7,7 @@ evidence never yields `available`; it blocks with the reason.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.evidence import AMD_VENDOR, STRIX_HALO_ID, Evidence
@@ -21,7 +22,6 @@ from magicstick_host.domain.profiles import (
 )
 from magicstick_host.domain.text import clip_message
 from magicstick_host.lite_dataclasses import dataclass, replace
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

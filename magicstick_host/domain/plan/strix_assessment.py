@@ -23,6 +23,8 @@ with the fix in the message. A `ready` host changes neither, so it is not blocke
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.evidence import Evidence, PciDevice
 from magicstick_host.domain.fingerprint import hardware_fingerprint
 from magicstick_host.domain.kernels import is_newer_kernel, is_suitable_kernel
@@ -31,7 +33,6 @@ from magicstick_host.domain.readiness import amd_host_driver_ready
 from magicstick_host.domain.text import clip_message
 from magicstick_host.domain.versions import compare_versions
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from magicstick_host.domain.parsers.dpkg_status import Unsettled

@@ -3,13 +3,14 @@ deletion (each with the identity of its root when it was walked), and what is do
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.decisions import Situation
 from magicstick_host.domain.model_cache_cleanup import CleanupEntry
 from magicstick_host.domain.model_cache_inventory import clearable_entry
 from magicstick_host.domain.request import Accepted
 from magicstick_host.domain.state import Operation
 from magicstick_host.lite_dataclasses import dataclass, field
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

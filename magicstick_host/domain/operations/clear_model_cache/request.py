@@ -5,6 +5,7 @@ and freshly read workloads, never against what the report last showed."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
@@ -15,7 +16,6 @@ from magicstick_host.domain.model_cache import (
 )
 from magicstick_host.domain.model_cache import offered as section_offered
 from magicstick_host.domain.request import HostFacts, plan_id_problem
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

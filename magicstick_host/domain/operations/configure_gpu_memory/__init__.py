@@ -11,6 +11,7 @@ domain/gpu_memory/. Its decisions load when a configure-gpu-memory operation run
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.decisions import ClassifiedStep, Situation, Wait
 from magicstick_host.domain.operations.configure_gpu_memory import data, request
@@ -27,7 +28,6 @@ from magicstick_host.domain.operations.kind import (
 from magicstick_host.domain.operations.shutdown_steps import SCHEDULE_SHUTDOWN
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

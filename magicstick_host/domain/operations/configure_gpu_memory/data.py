@@ -3,16 +3,14 @@ reviewed on, the host identity that must not change, and which writes happened."
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from magicstick_host.domain.decisions import Situation
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.fingerprint import hardware_fingerprint
 from magicstick_host.domain.request import Accepted
 from magicstick_host.domain.state import Operation
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any, Literal
 
 
 @dataclass(frozen=True)

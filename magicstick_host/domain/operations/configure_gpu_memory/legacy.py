@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.legacy_values import nonempty_str, plan_of, typed
 from magicstick_host.domain.operations.configure_gpu_memory.data import (
     CarveoutChoice,
     MemoryData,
 )
 from magicstick_host.domain.records import record_from_json
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -4,6 +4,7 @@ computes now (operations.md, "configure-gpu-memory", selection rules)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.gpu_memory.capability import (
@@ -13,7 +14,6 @@ from magicstick_host.domain.gpu_memory.capability import (
 )
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.request import HostFacts, plan_id_problem
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

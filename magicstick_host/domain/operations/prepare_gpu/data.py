@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from magicstick_host.domain.canonical import sha256_hex
 from magicstick_host.domain.decisions import Situation
 from magicstick_host.domain.request import Accepted
 from magicstick_host.domain.state import Operation
 from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.static import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any, Literal
 
 
 @dataclass(frozen=True)

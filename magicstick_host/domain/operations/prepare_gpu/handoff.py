@@ -3,6 +3,8 @@ change, after refreshing the operator's GPU evidence (operations.md, prepare-gpu
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.cluster import SYSTEM_NAMESPACE
 from magicstick_host.domain.decisions import Decision, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import GPU_PUBLISHER
@@ -16,7 +18,6 @@ from magicstick_host.domain.operations.prepare_gpu.declared import (
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
 from magicstick_host.lite_dataclasses import replace
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.legacy_values import nonempty_str, plan_of, typed
 from magicstick_host.domain.operations.prepare_gpu.data import (
     ModuleIdentity,
     PrepareData,
     module_identity,
 )
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magicstick_host.domain.decisions import Decision, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.operations.prepare_gpu.data import data_of
@@ -14,7 +16,6 @@ from magicstick_host.domain.operations.prepare_gpu.declared import (
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.readiness import amd_host_driver_ready
 from magicstick_host.domain.state import Operation
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -4,11 +4,11 @@ one this host computes now, in an offered state (operations.md, "Plan rules").""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.request import HostFacts, plan_id_problem
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
