@@ -176,12 +176,17 @@ def _file(section: Mapping[str, Any], key: str, path: str, base_dir: str) -> byt
 def _data_or_file(
     section: Mapping[str, Any], key: str, path: str, base_dir: str
 ) -> bytes | None:
-    """`key-data` (base64), else the file named by `key`."""
+    """`key-data` (base64), else the file named by `key`.
+
+    The base64 is Go's standard encoding as kubectl reads it (encoding/json): padded, and line
+    breaks ignored, so data wrapped at 64 or 76 columns is read; anything else is refused, as
+    kubectl refuses it (the official Python client skips any character outside the alphabet).
+    """
     data = _text(section, f"{key}-data", path)
     if data is None:
         return _file(section, key, path, base_dir)
     try:
-        return base64.b64decode(data, validate=True)
+        return base64.b64decode(data.replace("\r", "").replace("\n", ""), validate=True)
     except (binascii.Error, ValueError) as exc:
         raise _fail(path, f"{key}-data is not base64: {exc}") from exc
 
