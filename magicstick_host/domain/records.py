@@ -16,6 +16,7 @@ A boolean is never an integer here (JSON distinguishes them, Python does not). P
 from __future__ import annotations
 
 import types
+import typing
 from functools import cache
 from typing import TYPE_CHECKING, get_type_hints
 
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
 
     R = TypeVar("R")
     Json = dict[str, Any]
-# typing is imported where a record is read or written, not with the module: an idle tick and
-# inspect hold no operation record (magicstick_host/static.py)
 
 
 def camel(name: str) -> str:
@@ -63,8 +62,6 @@ def _is_record(kind: Any) -> bool:
 
 
 def _is_union(kind: Any) -> bool:
-    import typing
-
     return typing.get_origin(kind) in (typing.Union, types.UnionType)
 
 
@@ -105,7 +102,6 @@ def record_from_json(cls: type[R], doc: Any, path: str = "data") -> R:
 
 
 def _from_json(kind: Any, value: Any, path: str) -> Any:
-    import typing
     from typing import get_args
 
     if kind is typing.Any:
@@ -157,8 +153,6 @@ def _name(kind: Any) -> str:
     if kind is type(None):
         return "null"
     if _is_union(kind):
-        import typing
-
         return " or ".join(_name(k) for k in typing.get_args(kind))
     return getattr(kind, "__name__", str(kind))
 
@@ -177,7 +171,6 @@ def record_schema(cls: type) -> Json:
 
 
 def _schema(kind: Any) -> Json:
-    import typing
     from typing import get_args
 
     if kind is typing.Any:

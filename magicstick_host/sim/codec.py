@@ -29,8 +29,7 @@ def host_from_dict(data: object) -> Host:
 
 
 def _build(tp: Any, value: object, where: str) -> Any:
-    # the model's annotations are builtins, `X | None`, list[X], dict[str, X] and its classes:
-    # read without typing, which the simulated tick then never imports (magicstick_host/static.py)
+    # the model's annotations are builtins, `X | None`, list[X], dict[str, X] and its classes
     origin = tp.__origin__ if isinstance(tp, types.GenericAlias) else None
     if isinstance(tp, types.UnionType):
         args = tp.__args__
@@ -72,7 +71,7 @@ def _build_dataclass(cls: type[Any], value: object, where: str) -> Any:
 
 @cache  # the simulated runner loads the host for every command it answers
 def _fields(cls: type) -> tuple[tuple[str, Any, bool], ...]:
-    hints = get_type_hints(cls)  # the model's modules import typing's names for the checker only
+    hints = get_type_hints(cls)
     return tuple(
         (f.name, hints[f.name],
          f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)

@@ -462,8 +462,7 @@ steps = st.builds(
 
 def records(cls: type) -> st.SearchStrategy[Any]:
     """Instances of a record class, every field drawn from its type as the worker reads it
-    (static.type_hints): the data modules import typing's names for the checker only, so
-    hypothesis's own reading of the annotations cannot resolve them."""
+    (typing.get_type_hints, as domain/records.py reads them)."""
     return st.builds(cls, **{name: _of_type(hint) for name, hint in get_type_hints(cls).items()})
 
 
