@@ -234,6 +234,37 @@ def idle_with_model_cache(exe: str, work: Path, server: KubeServer,
 
 
 FLOOR = str(Path(__file__).resolve().parent / "bench_floor.py")
+SWAP = str(Path(__file__).resolve().parent / "bench_swap.py")
+# architecture.md, "Standard parts first": a part of our own only where it saves this much
+KEEP_AT = 0.10
+
+
+def savings(python: str, tick: list[str], env: dict[str, str]) -> None:
+    """What each part of our own saves: the idle tick with the standard part swapped back
+    (tests/bench_swap.py), next to the same tick through the same launcher with nothing
+    swapped, run for run, as a share of ours. Under the install's interpreter when it has the
+    standard part's package, else under the development venv's (said on the row)."""
+    from tests.bench_swap import NEEDS, SWAPS
+
+    print(f"what each part of our own saves (the idle tick with the standard part swapped "
+          f"back; kept where >= {KEEP_AT:.0%}):")
+    for part in SWAPS:
+        if part == "none":
+            continue
+        runs_with = python
+        if part in NEEDS and subprocess.run([python, "-I", "-c", f"import {NEEDS[part]}"],
+                                            capture_output=True).returncode != 0:
+            runs_with = sys.executable
+        ours_argv = [runs_with, "-I", SWAP, str(CHECKOUT), "none", *tick[1:]]
+        swapped = [runs_with, "-I", SWAP, str(CHECKOUT), part, *tick[1:]]
+        ours, theirs = paired(lambda ours_argv=ours_argv: timed(ours_argv, env),
+                              lambda swapped=swapped: timed(swapped, env))
+        saving = cpu_median(theirs) / cpu_median(ours) - 1
+        where = "" if runs_with == python else f" (under {runs_with}: {python} has no {part})"
+        print(f"  {part:<12} swapped back {cpu_median(theirs) * 1000:5.0f} ms against ours "
+              f"{cpu_median(ours) * 1000:4.0f} ms: saves {saving:+5.0%} of the idle tick   "
+              f"{'kept' if saving >= KEEP_AT else 'BELOW THE BAR'}   n={len(ours)}{where}")
+    print("  (http_response.py against http.client: not swappable here, see tests/bench_swap.py)")
 
 
 def runtime_dir(path: Path) -> Path:
@@ -366,6 +397,7 @@ def main() -> int:
         report("idle tick (nothing to write)", idle, idle_floor, 0.15)
         report("idle tick, real executor, this machine", real_idle, real_floor, 0.15)
         peak_rss("idle tick peak RSS", idle, requests_floor, 35)
+        savings(python, tick, unit_env)
         peak_rss("publishing tick peak RSS", publishing, requests_floor, 35)
         if python != sys.executable:
             development(work, tick, unit_env, floor_args)
