@@ -24,6 +24,7 @@ import reprlib
 import sys
 from collections.abc import Callable
 
+from magicstick_host.lite_annotations import is_classvar, is_initvar, own_annotations
 from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -176,30 +177,6 @@ def dataclass(cls: type[_T] | None = None, /, *,
     return wrap if cls is None else wrap(cls)
 
 
-def _is_classvar(annotation: Any) -> bool:
-    if isinstance(annotation, str):
-        return annotation.startswith(("ClassVar", "typing.ClassVar"))
-    # a ClassVar object exists only where typing has been imported
-    typing = sys.modules.get("typing")
-    return typing is not None and (annotation is typing.ClassVar
-                                   or typing.get_origin(annotation) is typing.ClassVar)
-
-
-def _own_annotations(cls: type) -> dict[str, Any]:
-    """The class's own annotations (strings, under `from __future__ import annotations`)."""
-    # read from the class namespace: inspect.get_annotations would import inspect
-    found = cls.__dict__.get("__annotations__")  # noqa: RUF063
-    if isinstance(found, dict):
-        return found
-    if "__annotate__" in cls.__dict__:  # evaluated lazily (PEP 649, Python 3.14)
-        import annotationlib  # type: ignore[import-not-found,unused-ignore]
-
-        own: dict[str, Any] = annotationlib.get_annotations(
-            cls, format=annotationlib.Format.FORWARDREF)
-        return own
-    return {}
-
-
 def _from_standard(value: Any) -> Any:
     """A `dataclasses.field(...)` in a class body, as this module's Field."""
     if type(value).__module__ != "dataclasses" or type(value).__name__ != "Field":
@@ -212,14 +189,47 @@ def _from_standard(value: Any) -> Any:
     return Field(own(value.default), own(value.default_factory), value.repr, value.compare)
 
 
-def _collect_fields(cls: type) -> dict[str, Field]:
-    fields: dict[str, Field] = {}
+def _is_standard_field(value: Any) -> bool:
+    return type(value).__module__ == "dataclasses" and type(value).__name__ == "Field"
+
+
+def _collect_fields(cls: type, frozen: bool) -> dict[str, Field | None]:
+    """The class's fields in the standard's order, a ClassVar's name holding its place (None),
+    as the standard's `__dataclass_fields__` holds a ClassVar's pseudo-field."""
+    fields: dict[str, Field | None] = {}
     for base in reversed(cls.__mro__[1:]):
-        fields.update(base.__dict__.get("__lite_fields__", {}))
-    for name, annotation in _own_annotations(cls).items():
-        if _is_classvar(annotation):
+        if "__dataclass_params__" in base.__dict__:
+            # the standard decorator's class: its fields, InitVars and options are its own
+            raise TypeError(f"{cls.__qualname__}: lite_dataclasses cannot build on the "
+                            f"standard dataclass {base.__qualname__}; use dataclasses for both")
+        if "__lite_fields__" in base.__dict__:
+            if base.__dict__["__lite_frozen__"] != frozen:
+                raise TypeError("cannot inherit frozen dataclass from a non-frozen one"
+                                if frozen else
+                                "cannot inherit non-frozen dataclass from a frozen one")
+            fields.update(base.__dict__["__lite_entries__"])
+    own = own_annotations(cls)
+    for name, value in cls.__dict__.items():
+        if (isinstance(value, Field) or _is_standard_field(value)) and name not in own:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    for name, annotation in own.items():
+        if is_classvar(annotation, cls):
+            value = _from_standard(getattr(cls, name, MISSING))
+            if isinstance(value, Field):  # as the standard treats a field() on a ClassVar
+                if value.default_factory is not MISSING:
+                    raise TypeError(f"field {name} cannot have a default factory")
+                if value.default is MISSING:
+                    delattr(cls, name)
+                else:
+                    setattr(cls, name, value.default)
+            fields[name] = None  # an inherited field of that name is no longer one
             continue
-        default = _from_standard(cls.__dict__.get(name, MISSING))
+        if is_initvar(annotation, cls):
+            raise TypeError(f"{cls.__qualname__}.{name}: InitVar is not supported here; "
+                            "use dataclasses")
+        # as the standard: the class attribute, inherited too (a re-annotated field keeps
+        # the default its base gave it)
+        default = _from_standard(getattr(cls, name, MISSING))
         if isinstance(default, Field):
             spec = default
             if spec.default is MISSING:
@@ -235,7 +245,10 @@ def _collect_fields(cls: type) -> dict[str, Field]:
         spec.type = annotation
         fields[name] = spec
     seen_default = False
-    for spec in fields.values():
+    for entry in fields.values():
+        if entry is None:
+            continue
+        spec = entry
         has_default = spec.default is not MISSING or spec.default_factory is not MISSING
         if seen_default and not has_default:
             raise TypeError(f"non-default argument {spec.name!r} follows default argument")
@@ -279,8 +292,11 @@ def _set_unless_defined(cls: type, name: str, value: Any) -> None:
 
 
 def _process(cls: type[_T], frozen: bool) -> type[_T]:
-    fields = _collect_fields(cls)
+    entries = _collect_fields(cls, frozen)
+    fields = {name: spec for name, spec in entries.items() if spec is not None}
+    cls.__lite_entries__ = entries  # type: ignore[attr-defined]
     cls.__lite_fields__ = fields  # type: ignore[attr-defined]
+    cls.__lite_frozen__ = frozen  # type: ignore[attr-defined]
     cls.__dataclass_fields__ = _StandardFields()  # type: ignore[attr-defined]
     names = tuple(fields)
     known = frozenset(names)
@@ -328,6 +344,22 @@ def _process(cls: type[_T], frozen: bool) -> type[_T]:
             return NotImplemented
         mine, theirs = self.__dict__, other.__dict__
         return tuple(mine[n] for n in compared) == tuple(theirs[n] for n in compared)
+
+    if sys.version_info >= (3, 13):
+        # 3.13's: the instance itself, then `self.a == other.a and self.b == other.b` (a field
+        # equal to itself but not ==, a NaN, no longer makes two instances equal)
+        def __eq__(self: Any, other: Any) -> Any:
+            if self is other:
+                return True
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            mine, theirs = self.__dict__, other.__dict__
+            result: Any = True
+            for n in compared:
+                result = mine[n] == theirs[n]
+                if not result:
+                    return result
+            return result
 
     for method in (__init__, __repr__, __eq__):
         method.__qualname__ = f"{qualname}.{method.__name__}"
