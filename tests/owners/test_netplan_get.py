@@ -74,6 +74,11 @@ def shipped_examples() -> tuple[Path, ...]:
     assert dpkg, "dpkg is required to find netplan.io's examples"
     listing = subprocess.run([dpkg, "-L", "netplan.io"], capture_output=True, text=True,
                              timeout=60, check=True).stdout.split("\n")
+    # netplan 1.x (Debian unstable, Ubuntu 26.04) ships the examples in netplan-generator, a
+    # dependency of netplan.io; 0.x had them in netplan.io itself
+    generator = subprocess.run([dpkg, "-L", "netplan-generator"], capture_output=True,
+                               text=True, timeout=60, check=False)
+    listing += generator.stdout.split("\n") if generator.returncode == 0 else []
     found = tuple(sorted(Path(p) for p in listing if "/examples/" in p and p.endswith(".yaml")))
     assert found, "netplan.io ships no examples here"
     return found
