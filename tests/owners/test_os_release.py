@@ -28,8 +28,10 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -46,14 +48,23 @@ LIBRARY_GLOBS = ("/usr/lib/*/systemd/libsystemd-shared-*.so",
 
 
 @cache
-def systemd_reader() -> ctypes._CFuncPtr:  # type: ignore[name-defined]
+def systemd_reader() -> Callable[[bytes, Any], int]:
     found = sorted({p for g in LIBRARY_GLOBS for p in glob.glob(g)})
     assert found, "systemd's libsystemd-shared is required (package systemd)"
     lib = ctypes.CDLL(found[-1])
-    func = lib.load_os_release_pairs
-    func.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p))]
-    func.restype = ctypes.c_int
-    return func
+    pairs = ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p))
+    if hasattr(lib, "load_os_release_pairs"):  # systemd 252 (Debian 12, Ubuntu 24.04's 255)
+        func = lib.load_os_release_pairs
+        func.argtypes = [ctypes.c_char_p, pairs]
+        func.restype = ctypes.c_int
+        return func
+    # later systemd (262 in Debian unstable) no longer exports it; it was open_os_release() and
+    # then load_env_file_pairs() on the file, which reads the file itself given no FILE*: the
+    # same code on the one file a test root holds
+    env_pairs = lib.load_env_file_pairs
+    env_pairs.argtypes = [ctypes.c_void_p, ctypes.c_char_p, pairs]
+    env_pairs.restype = ctypes.c_int
+    return lambda root, out: env_pairs(None, root + b"/etc/os-release", out)
 
 
 def systemd_pairs(data: bytes) -> dict[str, str] | None:
