@@ -22,8 +22,6 @@ RuntimeDirectoryMode=).
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import stat
 from collections.abc import Collection
 
@@ -46,6 +44,9 @@ def file_trusted(mode: int, uid: int, size: int, owners: Collection[int], max_by
 
 
 def _seal_of(secret: bytes, key: str, text: str) -> str:
+    import hashlib  # only sealed memos (the tick's kubeconfig): `inspect` loads no hmac
+    import hmac
+
     seal_key = hashlib.sha256(SEAL_LABEL + secret).digest()
     message = key.encode("utf-8") + b"\0" + text.encode("utf-8")
     return hmac.new(seal_key, message, "sha256").hexdigest()
@@ -59,7 +60,7 @@ def seal(secret: bytes, key: str, text: str) -> str:
 def unseal(secret: bytes, key: str, sealed: str) -> str | None:
     """The text of a memo `seal` made with this source and key; None for any other."""
     mark, newline, text = sealed[:SEAL_HEX], sealed[SEAL_HEX:SEAL_HEX + 1], sealed[SEAL_HEX + 1:]
-    import hmac  # only sealed memos (the tick's kubeconfig): `inspect` loads no hmac/hashlib
+    import hmac
 
     expected = _seal_of(secret, key, text)
     # the standard constant-time comparison: how much of a seal matched says nothing

@@ -9,7 +9,6 @@ leaves the inventory: the published interfaces say only `hasPassword`.
 
 from __future__ import annotations
 
-import hmac
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -322,6 +321,8 @@ def network_id(inventory: NetworkInventory, key: bytes) -> str:
     """HMAC-SHA256 under the host's persistent key over the netplan snapshot and each
     interface's name, MAC, kind and cluster addresses: keyed, so the published id is no
     offline oracle for a Wi-Fi password in the files it covers."""
+    import hmac  # for the report's network section, not with the module
+
     if len(key) != KEY_BYTES:
         raise ValueError(f"the network id key must be {KEY_BYTES} bytes")
     subject = {

@@ -21,8 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import signal
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
@@ -43,7 +41,6 @@ DRAIN_S = 0.25  # after the child's exit, for what its pipes still hold
 LOG_POLL_S = 0.05  # how often a logged run's exit and log size are looked at
 NAP_MAX_S = 0.05  # without a pidfd: the longest wait between two looks at the child's exit
 READ_SIZE = 65536
-SIGKILL = signal.SIGKILL
 
 EXITED = "exited"
 DEADLINE = "deadline"
@@ -111,6 +108,8 @@ class RealRunner:
     ) -> CommandResult:
         args = tuple(argv)
         deadline = time.monotonic() + timeout
+        import subprocess  # with threading and selectors: in a process that runs a command
+
         environ = dict(env) if env is not None else None
         try:
             if stdout_path is not None:
@@ -277,8 +276,10 @@ def _ended(pid: int, reap: Callable[[], int]) -> int:
     cannot have been reused."""
     # ProcessLookupError: nothing left; PermissionError: a member an unprivileged run may not
     # signal (setuid)
+    import signal  # loaded by subprocess already
+
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     return reap()
 
 
