@@ -14,7 +14,8 @@ and `field(default=..., default_factory=..., repr=..., compare=...)`, inherited 
 standard module is not imported (it imports inspect, ast, dis and tokenize: another ~5 ms), yet
 `dataclasses.fields`, `replace`, `asdict` and `is_dataclass` work on these classes too: their
 `__dataclass_fields__` is built, with the standard module, the first time something asks
-(tests/test_lite_dataclasses.py holds all of it to the standard decorator's behaviour).
+(tests/test_lite_dataclasses.py and tests/differential/ hold it to the standard decorator; what
+it does not do as the standard does, it refuses with a TypeError when the class is defined).
 `typing.dataclass_transform` tells the type checker that this is a dataclass decorator.
 """
 

@@ -3,8 +3,10 @@ and the whole body, framed by Content-Length, chunked transfer coding, or the co
 
 It replaces http.client.HTTPResponse in the lean transport because http.client imports the
 email package to parse headers, a third of the transport's import cost on every tick, while the
-transport needs three headers. tests/ports/test_http_response.py holds it to http.client's
-reading of the same bytes, for generated responses.
+transport needs three headers. tests/ports/test_http_response.py and
+tests/differential/test_http_response.py hold it to http.client's reading of the same bytes
+(generated, mutated and random ones): what it reads, http.client reads the same, and what
+http.client would read otherwise is BadResponse.
 """
 
 from __future__ import annotations
