@@ -50,7 +50,13 @@ def _status_line(stream: ByteStream) -> tuple[str, int]:
     line = _line(stream)
     if not line:
         raise BadResponse("the server closed the connection without an answer")
-    parts = line.decode("latin-1").rstrip("\r\n").split(None, 2)
+    text = line.decode("latin-1")
+    parts = text.split(None, 2)
+    if len(parts) == 2:
+        # no reason: http.client then reads the status from the rest of the line, which
+        # int() must read whole (it strips ASCII blanks, not the other blanks str.split takes)
+        parts = text.split(None, 1)
+        parts[1] = parts[1].rstrip(" \t\r\n")
     # three ASCII digits, 100-999, as http.client requires (str.isdigit also takes "²00")
     if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or len(parts[1]) != 3 \
             or not _ascii_digits(parts[1]) or parts[1][0] == "0":

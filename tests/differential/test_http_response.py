@@ -199,10 +199,12 @@ def test_the_generated_answers_are_mostly_ones_both_read() -> None:
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked \r\n\r\n3\r\nabc\r\n0\r\n\r\n",
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\n0\r\n\r\n",  # LF after data
+    b"HTTP/1.1 200 \xa0\x1c\r\nContent-Length: 0\r\n\r\n",  # int() fails on '200 \xa0\x1c'
     b"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n",
     b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
 ], ids=["superscript-length", "status-099", "length-list", "blank-in-name", "folded-length",
-        "bare-cr", "chunked-blank", "gzip-chunked", "chunk-lf", "chunked-204", "early-hints"])
+        "bare-cr", "chunked-blank", "gzip-chunked", "chunk-lf", "status-then-latin-1-blanks",
+        "chunked-204", "early-hints"])
 def test_what_http_client_reads_otherwise_is_refused_or_read_as_it_reads_it(data: bytes) -> None:
     """Each of these was read differently from http.client before issue 26 (the first two
     are the issue's; #24 had fixed them, the rest the generated answers found)."""
