@@ -62,7 +62,10 @@ def sources(draw: Any) -> str:
     lines = ["from __future__ import annotations" if future else "",
              "import dataclasses", "import typing", "import typing as t", classvar,
              "from DECORATOR import dataclass, field", "", base_decorator, "class Base:"]
-    lines += ["    " + line for line in draw(body(["a", "b"]))]
+    base = draw(body(["a", "b"]))
+    if base_decorator == "@dataclasses.dataclass":  # its fields the standard's own
+        base = [line.replace("= field(", "= dataclasses.field(") for line in base]
+    lines += ["    " + line for line in base]
     lines += ["", f"@dataclass(frozen={sub_frozen})", "class Sub(Base):"]
     lines += ["    " + line for line in draw(body(["b", "c", "d"]))]
     return "\n".join(lines) + "\n"
