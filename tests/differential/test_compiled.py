@@ -150,7 +150,7 @@ def test_a_generated_instance_gets_jsonschema_s_verdict(case: tuple[str, Any]) -
 def test_the_generated_instances_are_valid_and_invalid_for_most_schemas() -> None:
     seen: dict[str, set[bool]] = {name: set() for name in DOCUMENTS}
 
-    @settings(max_examples=300, deadline=None, database=None,
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(cases())
     def count(case: tuple[str, Any]) -> None:
