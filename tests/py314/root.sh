@@ -82,7 +82,8 @@ build() {
   local started tmp
   started=$(date +%s)
   tmp="$ROOTS/$key.tmp.$$"
-  rm -rf "$tmp"
+  # what a killed build left (we hold the lock: nobody else builds this key)
+  rm -rf "$ROOTS/$key".tmp.*
   trap 'rm -rf "$tmp"' EXIT
   log "building a Debian $SUITE root into $target (debootstrap --variant=minbase, then apt-get)"
   debootstrap --variant=minbase "$SUITE" "$tmp" "$MIRROR" >"$tmp.log" 2>&1 \
