@@ -24,9 +24,9 @@ from __future__ import annotations
 import reprlib
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from magicstick_host.lite_annotations import is_classvar, is_initvar, own_annotations
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any, TypeVar, dataclass_transform, overload
@@ -160,7 +160,7 @@ class _StandardFields:
         return built
 
 
-# the checker's view, which the interpreter does not need (nor typing: magicstick_host/static.py)
+# the checker's view, which the interpreter does not need
 if TYPE_CHECKING:
     @overload
     @dataclass_transform(field_specifiers=(field,))

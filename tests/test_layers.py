@@ -151,16 +151,6 @@ PRIVATE_HALVES = frozenset({"_sha2", "_sha256", "_md5", "_hashlib", "_sre", "sre
 # are on subprocess.Popen: ports/runner.py)
 OS_STARTS = frozenset({"posix_spawn", "posix_spawnp", "fork", "forkpty", "execv", "execve",
                        "execvp", "execvpe", "spawnv", "spawnve", "system", "popen"})
-# DELETE (issue 26): modules another change is editing; their import lines switch to the
-# standard modules at its end, and then static.py, digests.py and lazy_pattern.py go
-PENDING_IMPORTERS = frozenset({
-    "magicstick_host.lite_dataclasses",
-    "magicstick_host.ports.http_response",
-    "magicstick_host.ports.kubeconfig",
-    "magicstick_host.schemas.compiled",
-})
-SHIMS = frozenset({"magicstick_host.static", "magicstick_host.digests",
-                   "magicstick_host.lazy_pattern"})
 
 
 def replacement_uses(tree: ast.Module) -> list[str]:
@@ -194,23 +184,15 @@ def test_no_module_imports_a_replacement_of_a_standard_part(path: Path) -> None:
     """Standard parts first: typing, hashlib and hmac, subprocess and re are used as they are."""
     name = module_name(path)
     found = replacement_uses(ast.parse(path.read_text(encoding="utf-8")))
-    if name in SHIMS:
-        found = [f for f in found if f not in ("typing", "hashlib", "re")]
-    elif name in PENDING_IMPORTERS:
-        found = [f for f in found if not any(within(f, shim) for shim in SHIMS)]
     assert found == [], f"{name} stands in for a standard part: {found}"
 
 
-@pytest.mark.parametrize("shim", sorted(SHIMS))
-def test_a_shim_lives_only_while_a_pending_module_imports_it(shim: str) -> None:
-    """static.py, digests.py and lazy_pattern.py re-export the standard names for the modules
-    being edited (PENDING_IMPORTERS): nothing else imports them, and once those modules do
-    not, the shims are deleted."""
-    importers = importers_of(shim)
-    assert importers <= PENDING_IMPORTERS, sorted(importers - PENDING_IMPORTERS)
-    if shim in GRAPH:
-        assert importers, f"{shim} has no importer left: delete it (and PENDING_IMPORTERS)"
-    assert "magicstick_host.ports.spawn" not in GRAPH
+def test_the_replacements_are_gone() -> None:
+    """static.py, digests.py, lazy_pattern.py and spawn.py stood in for typing, hashlib,
+    re and subprocess (issue 26): they are deleted, and nothing may bring them back."""
+    for gone in ("static", "digests", "lazy_pattern", "ports.spawn"):
+        assert f"magicstick_host.{gone}" not in GRAPH
+        assert not (PACKAGE / (gone.replace(".", "/") + ".py")).exists()
 
 
 TESTS = Path(__file__).resolve().parent

@@ -11,7 +11,7 @@ http.client would read otherwise is BadResponse.
 
 from __future__ import annotations
 
-from magicstick_host.static import Protocol
+from typing import Protocol
 
 # a status line or header line longer than this, or more headers, is not a Kubernetes answer
 MAX_LINE_BYTES = 65536

@@ -21,17 +21,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import os
+import re
 import stat
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from magicstick_host.digests import sha256_hex
 from magicstick_host.errors import KubeConfigError
-from magicstick_host.lazy_pattern import LazyPattern
 from magicstick_host.lite_dataclasses import dataclass, field
 from magicstick_host.ports.command_memo import CommandMemo, recall_document, remember_document
-from magicstick_host.static import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
@@ -48,7 +48,7 @@ USER_KEYS = frozenset({
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 32
 # a DNS name, an IPv4 address or an IPv6 address (urlsplit drops the brackets)
-_HOST = LazyPattern(r"[A-Za-z0-9._-]+|[0-9A-Fa-f:.]+")
+_HOST = re.compile(r"[A-Za-z0-9._-]+|[0-9A-Fa-f:.]+")
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def _parse_document(path: str, memo: CommandMemo | None) -> Any:
     raw = _read(path)
     # the same bytes parse to the same document: the timer's ticks keep it in the runtime
     # directory (beside the root-only file it came from) and need no YAML parser
-    key = f"{PARSE_VERSION}:{sha256_hex(raw)}"
+    key = f"{PARSE_VERSION}:{hashlib.sha256(raw).hexdigest()}"
     # it holds the client key and the token: sealed with these bytes (domain/memo_trust.py),
     # so an edited memo that kept its key is not used, and only a reader of this file can
     # write one that is

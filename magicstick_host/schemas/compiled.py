@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-
-from magicstick_host.static import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
