@@ -165,7 +165,8 @@ def check_same(lean: KubeConfig, theirs: Configuration, doc: dict[str, Any]) -> 
     assert content(theirs.key_file) == lean.client_key_pem
     assert theirs.verify_ssl == (not lean.insecure)
     assert theirs.tls_server_name == lean.tls_server_name
-    bearer = theirs.api_key.get("BearerToken")
+    # the client's key for it: "BearerToken" since 36, "authorization" before (Debian's 35)
+    bearer = theirs.api_key.get("BearerToken", theirs.api_key.get("authorization"))
     if "token" in user_body or bearer is None:
         assert bearer == (f"Bearer {lean.token}" if lean.token is not None else None)
     else:  # a tokenFile: kubectl trims it, the Python client does not
