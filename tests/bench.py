@@ -264,7 +264,6 @@ def savings(python: str, tick: list[str], env: dict[str, str]) -> None:
         print(f"  {part:<12} swapped back {cpu_median(theirs) * 1000:5.0f} ms against ours "
               f"{cpu_median(ours) * 1000:4.0f} ms: saves {saving:+5.0%} of the idle tick   "
               f"{'kept' if saving >= KEEP_AT else 'BELOW THE BAR'}   n={len(ours)}{where}")
-    print("  (http_response.py against http.client: not swappable here, see tests/bench_swap.py)")
 
 
 def runtime_dir(path: Path) -> Path:
