@@ -22,14 +22,14 @@ from magicstick_host.collect.model_workloads import read_model_workloads, resolv
 from magicstick_host.domain.cluster import ClusterView
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
-from magicstick_host.domain.model_cache import (
+from magicstick_host.domain.model_cache.blockers import Blockers, find_blockers
+from magicstick_host.domain.model_cache.capability import (
     ACTION,
     MODEL_CACHE_FACTS,
     ModelCacheFacts,
     model_cache_section,
 )
-from magicstick_host.domain.model_cache_blockers import Blockers, find_blockers
-from magicstick_host.domain.model_cache_inventory import (
+from magicstick_host.domain.model_cache.inventory import (
     CACHE_ROOTS,
     CacheInventory,
     RootInventory,

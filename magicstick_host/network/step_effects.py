@@ -16,13 +16,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from magicstick_host.collect.network import collect_network
-from magicstick_host.domain.netplan_config import managed_document, managed_network
-from magicstick_host.domain.network_capability import network_inventory
-from magicstick_host.domain.network_operation import SecretConsumed, consume_secret
-from magicstick_host.domain.network_request import NetworkRef
-from magicstick_host.domain.network_scan import scan_section
-from magicstick_host.domain.network_settings import NetworkSettings
-from magicstick_host.domain.network_trial import Deadline, TrialRecord
+from magicstick_host.domain.network.capability import network_inventory
+from magicstick_host.domain.network.netplan_config import managed_document, managed_network
+from magicstick_host.domain.network.operation import SecretConsumed, consume_secret
+from magicstick_host.domain.network.request import NetworkRef
+from magicstick_host.domain.network.scan import scan_section
+from magicstick_host.domain.network.settings import NetworkSettings
+from magicstick_host.domain.network.trial import Deadline, TrialRecord
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.network import parse_iw_scan
 from magicstick_host.effects import network as effects

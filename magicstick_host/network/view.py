@@ -18,20 +18,20 @@ from typing import TYPE_CHECKING, Protocol
 from magicstick_host.domain.cluster import ClusterView
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
-from magicstick_host.domain.network_capability import (
+from magicstick_host.domain.network.capability import (
     network_inventory,
     network_section,
     node_internal_ips,
 )
-from magicstick_host.domain.network_evidence import NetworkEvidence
-from magicstick_host.domain.network_operation import NETWORK_ACTIONS, trial_blocks
-from magicstick_host.domain.network_request import (
+from magicstick_host.domain.network.evidence import NetworkEvidence
+from magicstick_host.domain.network.operation import NETWORK_ACTIONS, trial_blocks
+from magicstick_host.domain.network.request import (
     NODE_LABEL,
     SECRET_NAMESPACE,
     stale_request_secrets,
     sweep_due,
 )
-from magicstick_host.domain.network_trial import TrialRecord
+from magicstick_host.domain.network.trial import TrialRecord
 from magicstick_host.domain.offers import HOST_BUSY
 from magicstick_host.domain.operations.network_common import (
     NETWORK_INVENTORY,

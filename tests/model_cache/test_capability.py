@@ -8,7 +8,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from magicstick_host import schemas
-from magicstick_host.domain.model_cache import (
+from magicstick_host.domain.model_cache.blockers import Blockers
+from magicstick_host.domain.model_cache.capability import (
     BLOCKED_MESSAGE,
     approx_gib,
     clear_request_problem,
@@ -16,8 +17,7 @@ from magicstick_host.domain.model_cache import (
     model_cache_section,
     offered,
 )
-from magicstick_host.domain.model_cache_blockers import Blockers
-from magicstick_host.domain.model_cache_inventory import (
+from magicstick_host.domain.model_cache.inventory import (
     CacheEntry,
     CacheInventory,
     RootInventory,
