@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from magicstick_host.effects.effect_ports import Effect, EffectPorts
+    from magicstick_host.model_cache_reads import ModelCacheReads
     from magicstick_host.ports.kube import KubePort
     from magicstick_host.ports.state_store import StateStore
     from magicstick_host.tick import CrashHook, TickDeps
@@ -239,9 +241,11 @@ def tick_deps(
     host filesystem under `root` (tests pass a simulator, a fake clock and a test apiserver)."""
     from magicstick_host.ports.command_memo import runtime_memo
     from magicstick_host.ports.lock import MaintenanceLock
+    from magicstick_host.ports.network_store import NetworkStore
     from magicstick_host.ports.state_store import FileStateStore
     from magicstick_host.tick import TickDeps, no_crash
 
+    store = store or FileStateStore(state_dir)
     return TickDeps(
         root=root,
         # the timer's ticks remember `netplan get` by the files it reads, and the dpkg status
@@ -250,15 +254,72 @@ def tick_deps(
         runner=runner,
         clock=clock,
         kube=kube,
-        store=store or FileStateStore(state_dir),
+        store=store,
         lock=MaintenanceLock(state_dir / "maintenance.lock"),
         hostfs=RootedHostFS(root),
         profiles=profiles,
         node_name=node_name,
         playbooks_dir=playbooks_dir,
+        effects=step_effects(),
+        # the report views' stores, in the state directory the state store keeps
+        network_store=NetworkStore(store.directory),
+        model_cache=model_cache_reads(root, store.directory, limits),
         limits=limits,
         crash=crash or no_crash,
     )
+
+
+def model_cache_reads(root: str, state_dir: Path, limits: Limits) -> ModelCacheReads:
+    """The model caches' reads of a tick: the host tree under `root`, both caches (the
+    inventory's, the blocking workloads') in the state directory."""
+    import time
+
+    from magicstick_host.collect.model_cache import ModelCacheInventory
+    from magicstick_host.model_cache_reads import ModelCacheReads
+    from magicstick_host.ports.hosttree import RootedHostTree
+    from magicstick_host.ports.model_cache_store import (
+        WORKLOADS_FILE,
+        WORKLOADS_SCHEMA,
+        ModelCacheStore,
+    )
+
+    tree = RootedHostTree(root)
+    inventory = ModelCacheInventory(tree, RootedHostFS(root), ModelCacheStore(state_dir),
+                                    limits=limits, monotonic=time.monotonic)
+    workloads = ModelCacheStore(state_dir, file=WORKLOADS_FILE, schema=WORKLOADS_SCHEMA)
+    return ModelCacheReads(inventory, tree, workloads)
+
+
+# configure-network and scan-wifi (network.md): their steps record the trial's stage around
+# their effects (network/step_effects.py), loaded when one of them runs (an idle tick runs none)
+NETWORK_STEPS = (
+    "read-network-request",
+    "begin-network-trial",
+    "write-network-config",
+    "apply-network-config",
+    "keep-network-config",
+    "restore-network-config",
+    "scan-wifi",
+)
+
+
+def _network_effect(step: str) -> Effect:
+    def run(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> tuple[bool, str]:
+        from magicstick_host.network.step_effects import NETWORK_EFFECTS
+
+        return NETWORK_EFFECTS[step](inputs, ports, request_uid)
+
+    return run
+
+
+def step_effects() -> Mapping[str, Effect]:
+    """The effect of every step an operation runs: effects/ (EFFECTS, looked up when a step
+    runs, so a test's added effect is seen) and the network trial's steps."""
+    from collections import ChainMap
+
+    from magicstick_host.effects import EFFECTS
+
+    return ChainMap(EFFECTS, {step: _network_effect(step) for step in NETWORK_STEPS})
 
 
 def executor_runner(root: str, executor: str) -> CommandRunner:

@@ -1,7 +1,7 @@
 """`magicstick-host converge`: host convergence behind the gate it shares with the worker.
 
 lock (without waiting; busy → quiet exit 75) → load the worker's state through the state store
-→ cloud-init and shutdown evidence → the gate (domain/convergence_gate.py) → record the start
+→ cloud-init and shutdown evidence → the gate (domain/convergence/gate.py) → record the start
 (journaled) → the convergence playbook, with the lock handed down → record the end (result,
 changed tasks; journaled) → exit. Other tools never parse state.json: this command is the one
 stable interface (convergence.md).
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from magicstick_host.collect.os_kernel import collect_boot_id
 from magicstick_host.collect.reader import Reader
 from magicstick_host.collect.services import collect_services
-from magicstick_host.domain.convergence_gate import GateFacts, Skip, converge_gate
-from magicstick_host.domain.convergence_run import (
+from magicstick_host.domain.convergence.gate import GateFacts, Skip, converge_gate
+from magicstick_host.domain.convergence.run import (
     SUCCEEDED,
     finish_run,
     journal_entry,

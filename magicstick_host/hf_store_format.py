@@ -1,6 +1,6 @@
 """The on-disk format of Hugging Face's shared blob store (huggingface_hub 1.32 and later), as the
 library's own `huggingface_hub/utils/_shared_blobs.py` reads it. Pure, and shared by the
-inventory's judgement (domain/model_cache_shared.py) and the sweep effect
+inventory's judgement (domain/model_cache/shared.py) and the sweep effect
 (effects/model_cache_shared.py), which re-reads each manifest under the library's lock.
 
 `hub/blobs/<2 hex>/<64 hex>` is a payload, `<64 hex>.refs` its manifest (one reference per line,

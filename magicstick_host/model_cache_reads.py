@@ -13,8 +13,6 @@ report's `modelCache` section.
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from magicstick_host.collect.model_cache import ModelCacheInventory
@@ -22,29 +20,24 @@ from magicstick_host.collect.model_workloads import read_model_workloads, resolv
 from magicstick_host.domain.cluster import ClusterView
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
-from magicstick_host.domain.model_cache import (
+from magicstick_host.domain.model_cache.blockers import Blockers, find_blockers
+from magicstick_host.domain.model_cache.capability import (
     ACTION,
     MODEL_CACHE_FACTS,
     ModelCacheFacts,
     model_cache_section,
 )
-from magicstick_host.domain.model_cache_blockers import Blockers, find_blockers
-from magicstick_host.domain.model_cache_inventory import (
+from magicstick_host.domain.model_cache.inventory import (
     CACHE_ROOTS,
     CacheInventory,
     RootInventory,
 )
 from magicstick_host.domain.state import State
 from magicstick_host.ports.clock import Instant
-from magicstick_host.ports.hostfs import HostReadError, RootedHostFS
-from magicstick_host.ports.hosttree import HostTree, RootedHostTree
+from magicstick_host.ports.hostfs import HostReadError
+from magicstick_host.ports.hosttree import HostTree
 from magicstick_host.ports.kube import KubePort
-from magicstick_host.ports.model_cache_store import (
-    WORKLOADS_FILE,
-    WORKLOADS_SCHEMA,
-    ModelCacheStore,
-)
-from magicstick_host.ports.state_store import StateStore
+from magicstick_host.ports.model_cache_store import ModelCacheStore
 
 if TYPE_CHECKING:
     from typing import Any
@@ -149,14 +142,14 @@ class ModelCacheReads:
 
 
 class TickPorts(Protocol):
-    """What the tick's dependencies (tick.TickDeps) give the model-cache reads."""
+    """What the tick's dependencies (tick.TickDeps) give the model-cache reads: the reads
+    themselves, their stores in the state directory, come built from the composition root
+    (app.model_cache_reads)."""
 
     @property
-    def root(self) -> str: ...
+    def model_cache(self) -> ModelCacheReads: ...
     @property
     def kube(self) -> KubePort | None: ...
-    @property
-    def store(self) -> StateStore: ...
     @property
     def node_name(self) -> str: ...
     @property
@@ -167,21 +160,7 @@ def observe_model_cache(
     deps: TickPorts, state: State, ev: Evidence, now: Instant, cluster: ClusterView
 ) -> dict[str, Any]:
     """This tick's `modelCache` section and the ModelCacheFacts (Situation.capabilities)."""
-    reads = model_cache_reads(deps.root, deps.store.directory, deps.limits)
-    facts = reads.observe(deps.kube, state, cluster, now, boot_id=ev.boot_id or "",
+    facts = deps.model_cache.observe(deps.kube, state, cluster, now, boot_id=ev.boot_id or "",
                           node_name=deps.node_name, limits=deps.limits)
     return {"modelCache": facts.section, MODEL_CACHE_FACTS: facts}
 
-
-def model_cache_reads(root: str, state_dir: Path, limits: Limits) -> ModelCacheReads:
-    """The production wiring: the host tree under `root`, both caches in the state directory."""
-    tree = RootedHostTree(root)
-    inventory = ModelCacheInventory(
-        tree,
-        RootedHostFS(root),
-        ModelCacheStore(state_dir),
-        limits=limits,
-        monotonic=time.monotonic,
-    )
-    store = ModelCacheStore(state_dir, file=WORKLOADS_FILE, schema=WORKLOADS_SCHEMA)
-    return ModelCacheReads(inventory, tree, store)

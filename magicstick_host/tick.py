@@ -9,7 +9,7 @@ ports come built from the composition root (app.py), the only module that import
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,12 +39,13 @@ from magicstick_host.errors import (
     WaitingError,
 )
 from magicstick_host.lite_dataclasses import dataclass, replace
-from magicstick_host.model_cache_reads import observe_model_cache
+from magicstick_host.model_cache_reads import ModelCacheReads, observe_model_cache
 from magicstick_host.network.view import network_capabilities
 from magicstick_host.ports.clock import Clock, Instant
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.kube import KubePort
 from magicstick_host.ports.lock import Lock
+from magicstick_host.ports.network_store import NetworkStore
 from magicstick_host.ports.runner import CommandRunner
 from magicstick_host.ports.state_store import StateStore
 from magicstick_host.publish import Publishing, publish_all, publish_report
@@ -52,6 +53,8 @@ from magicstick_host.tick_result import TickResult
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from magicstick_host.effects.effect_ports import Effect
 
 # intake, decide and history are imported where they are used: an idle tick needs none of them
 CrashHook = Callable[[str], None]
@@ -76,6 +79,12 @@ class TickDeps:
     profiles: tuple[Profile, ...]
     node_name: str
     playbooks_dir: Path
+    # the effect of each step name (app.step_effects: effects/ and the network trial's steps)
+    effects: Mapping[str, Effect]
+    # the report views' stores in the state directory: the network trial's (network/view.py),
+    # the model caches' inventory and workloads (model_cache_reads.py), built by app.py
+    network_store: NetworkStore
+    model_cache: ModelCacheReads
     limits: Limits = DEFAULT_LIMITS
     crash: CrashHook = no_crash
 
@@ -338,20 +347,12 @@ class Tick:
         )
         state = self.save(replace(state, operation=intent), f"intent:{run.step}", ev, now)
         self.d.crash(f"before-effect:{run.step}")
-        ok, detail = perform(
-            run.step, run.inputs, self.effect_ports(state, ev, cluster), op.request_uid
-        )
+        ok, detail = perform(self.d.effects, run.step, run.inputs,
+                             self.effect_ports(state, ev, cluster), op.request_uid)
         self.d.crash(f"after-effect:{run.step}")
         after = self.d.clock.now()
-        done = lifecycle.finish_step(
-            intent,
-            run,
-            ok=ok,
-            detail=detail,
-            boot_id=ev.boot_id,
-            wall=after.wall,
-            boottime=after.boottime,
-        )
+        done = lifecycle.finish_step(intent, run, ok=ok, detail=detail, boot_id=ev.boot_id,
+                                     wall=after.wall, boottime=after.boottime)
         # a step that refuses the request before any change on the host (the network request's
         # Secret) ends Rejected, as intake's refusals do: no failed effect to exit with
         if not ok and done.phase is not Phase.REJECTED:

@@ -184,7 +184,7 @@ def network_request(host: DemoHost, settings: dict[str, Any]) -> str:
     HostOperation that names it, approved against the published network id."""
     import base64
 
-    from magicstick_host.domain.network_request import (
+    from magicstick_host.domain.network.request import (
         NODE_LABEL,
         REQUEST_ID_LABEL,
         SECRET_NAMESPACE,

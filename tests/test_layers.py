@@ -3,7 +3,8 @@ functions), so that they stay true when nobody is looking:
 - domain/ is pure: no ports, effects, simulator, CLI or tick, and no I/O library;
 - effects/ decide nothing: they import no domain module;
 - only the composition root (app.py) imports the tick, and only it loads the simulator;
-- the CLI never loads the simulator unless a `sim` command or `--executor sim` asks for it.
+- the CLI never loads the simulator unless a `sim` command or `--executor sim` asks for it;
+- no two modules import each other, through any chain of imports.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import ast
 import json
 import subprocess
 import sys
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import pytest
@@ -96,6 +98,125 @@ def test_only_the_composition_root_loads_the_simulator() -> None:
     sim = "magicstick_host.sim"
     outside = {m for m in importers_of(sim) if not within(m, sim)}
     assert outside == {"magicstick_host.app"}
+
+
+# -- no import cycles --------------------------------------------------------------------------
+
+
+def is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def runtime_imports(tree: ast.Module, modules: Collection[str]) -> set[str]:
+    """The modules among `modules` that a module's source imports when it runs, at any level
+    (a function's lazy import counts: it runs as soon as the function does). `from a import b`
+    is the module a.b when that is one, else a. Left out:
+    - the imports under `if TYPE_CHECKING:`: they never run, so they cannot load a module half
+      way or make the import order matter; they are how an annotation names a module that
+      imports this one, which mypy checks as it checks any other;
+    - the package a module sits in: Python runs a package's __init__ before its modules, but
+      that is no import of the __init__'s names (a cycle through one is an import written in
+      one of them, which this counts)."""
+    unchecked = {id(n) for node in ast.walk(tree)
+                 if isinstance(node, ast.If) and is_type_checking(node.test)
+                 for stmt in node.body for n in ast.walk(stmt)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in unchecked:
+            continue
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules
+                     else node.module for alias in node.names]
+        else:
+            continue
+        found.update(name for name in names if name in modules)
+    return found
+
+
+def import_cycles(graph: Mapping[str, Collection[str]]) -> list[list[str]]:
+    """The groups of modules that reach each other through imports (the strongly connected
+    components of more than one module, Tarjan's algorithm, without recursion), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, targets = work[-1]
+            target = next((t for t in targets if t in graph), None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    cycles.append(sorted(group))
+    return sorted(cycles)
+
+
+RUNTIME_GRAPH = {
+    name: runtime_imports(ast.parse(path.read_text(encoding="utf-8")), GRAPH) - {name}
+    for path in sorted(PACKAGE.rglob("*.py")) for name in [module_name(path)]
+}
+
+
+def test_no_modules_import_each_other() -> None:
+    """A cycle makes a module run on a half-initialised other one (or only in one import
+    order), and two layers that import each other are one layer: the composition root (app.py)
+    wires what would otherwise reach back (the network steps into the effects, for one)."""
+    cycles = import_cycles(RUNTIME_GRAPH)
+    shown = [{m: sorted(RUNTIME_GRAPH[m] & set(group)) for m in group} for group in cycles]
+    assert cycles == [], f"modules that import each other: {shown}"
+
+
+def test_the_cycle_finder_finds_a_planted_cycle() -> None:
+    """The check above cannot pass by finding nothing: a cycle planted in a synthetic graph,
+    through a lazy import and beside a TYPE_CHECKING one, is found; the real graph has edges."""
+    modules = {"p.a", "p.b", "p.c", "p.d", "p.e"}
+    sources = {
+        "p.a": "from p import b\n",
+        "p.b": "def later():\n    import p.c\n",
+        "p.c": "from p.a import thing\nfrom typing import TYPE_CHECKING\n"
+               "if TYPE_CHECKING:\n    from p.e import Type\n",
+        "p.d": "import p.a\n",
+        "p.e": "from p.d import other\n",
+    }
+    graph = {m: runtime_imports(ast.parse(src), modules) for m, src in sources.items()}
+    assert graph == {"p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": {"p.a"}, "p.d": {"p.a"},
+                     "p.e": {"p.d"}}
+    assert import_cycles(graph) == [["p.a", "p.b", "p.c"]]
+    # with the TYPE_CHECKING import counted, p.d and p.e would be in it too
+    assert import_cycles({**graph, "p.c": {"p.a", "p.e"}}) == [
+        ["p.a", "p.b", "p.c", "p.d", "p.e"]]
+    assert import_cycles({"x": {"y"}, "y": {"z"}, "z": set(), "w": {"w"}}) == []
+    assert import_cycles({"x": {"y"}, "y": {"x"}, "z": {"x"}}) == [["x", "y"]]
+    assert "magicstick_host.effects.effect_ports" in RUNTIME_GRAPH["magicstick_host.effects"]
+    assert sum(len(deps) for deps in RUNTIME_GRAPH.values()) > 500
 
 
 PROBE = """

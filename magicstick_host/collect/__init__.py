@@ -26,7 +26,7 @@ from magicstick_host.collect.services import collect_services
 from magicstick_host.collect.system_memory import collect_memory
 from magicstick_host.collect.ttm import collect_ttm
 from magicstick_host.domain.evidence import Evidence
-from magicstick_host.domain.network_evidence import NetworkEvidence
+from magicstick_host.domain.network.evidence import NetworkEvidence
 from magicstick_host.domain.parsers.cmdline import split_cmdline
 from magicstick_host.lite_dataclasses import replace
 from magicstick_host.ports.command_memo import CommandMemo, MemoFactory

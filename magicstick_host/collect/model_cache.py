@@ -27,7 +27,7 @@ from magicstick_host.collect.model_cache_walk import (
     walk_model_caches,
 )
 from magicstick_host.domain.limits import Limits
-from magicstick_host.domain.model_cache_inventory import (
+from magicstick_host.domain.model_cache.inventory import (
     CACHE_ROOTS,
     CACHE_ROOTS_BY_ID,
     HUGGINGFACE,

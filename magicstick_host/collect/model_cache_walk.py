@@ -10,7 +10,7 @@ the reason in `CacheInventory.problem`, when the inventory cannot be trusted:
 A missing root is an empty cache, not a problem. Every directory seen is recorded with its
 identity and mtime, so a later tick can tell cheaply whether anything changed.
 In the hub, the walk also reads what judging the shared blob store needs
-(domain/model_cache_shared.py): the marker, each payload's manifest (bounded) and the target of
+(domain/model_cache/shared.py): the marker, each payload's manifest (bounded) and the target of
 each `<repo>/blobs/<file>` symlink, all through the same descriptors, never following a link.
 """
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 import stat
 from collections.abc import Callable
 
-from magicstick_host.domain import model_cache_shared as shared
-from magicstick_host.domain.model_cache_inventory import (
+from magicstick_host.domain.model_cache import shared
+from magicstick_host.domain.model_cache.inventory import (
     CACHE_ROOTS,
     HUGGINGFACE,
     CacheEntry,

@@ -11,7 +11,7 @@ to a cache root, and the kubelet follows it when it mounts (`resolve_host_paths`
 from __future__ import annotations
 
 from magicstick_host.domain.cluster import APPLIANCE_API
-from magicstick_host.domain.model_cache_blockers import Workloads, all_host_paths
+from magicstick_host.domain.model_cache.blockers import Workloads, all_host_paths
 from magicstick_host.errors import KubeError, KubeNotFoundError
 from magicstick_host.ports.hosttree import HostTree, TreeError
 from magicstick_host.ports.kube import KubePort

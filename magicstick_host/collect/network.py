@@ -3,7 +3,7 @@
 Files are read through the host filesystem port, the tools (`ip`, `netplan`, `iw`) run through
 the command runner (on a simulated host, the simulator answers). Nothing here fails on what it
 finds: every gap is a line in `NetworkEvidence.problems`, and the capability is then withdrawn
-(domain/network_capability.py), never guessed.
+(domain/network/capability.py), never guessed.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from magicstick_host.collect.reader import Reader
-from magicstick_host.domain.network_evidence import (
+from magicstick_host.domain.network.evidence import (
     FOREIGN_NETPLAN_DIRS,
     MAX_NETPLAN_FILE_BYTES,
     NETPLAN_DIR,

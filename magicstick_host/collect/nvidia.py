@@ -4,7 +4,7 @@ and its socket)."""
 from __future__ import annotations
 
 from magicstick_host.collect.reader import Reader
-from magicstick_host.domain.convergence_display import nvidia_display_gpus
+from magicstick_host.domain.convergence.display import nvidia_display_gpus
 from magicstick_host.domain.evidence import NVIDIA_VENDOR, NvidiaInfo, PciInventory
 from magicstick_host.domain.parsers.identity import parse_nvidia_module_version, parse_nvrm_version
 from magicstick_host.ports.runner import NOT_FOUND, OUTPUT_TOO_LARGE, TIMED_OUT, CommandRunner

@@ -9,7 +9,7 @@ This module is pure data plus a few derived predicates; the collector (collect/)
 
 from __future__ import annotations
 
-from magicstick_host.domain.network_evidence import NetworkEvidence
+from magicstick_host.domain.network.evidence import NetworkEvidence
 from magicstick_host.domain.parsers.dpkg_status import Unsettled
 from magicstick_host.lite_dataclasses import dataclass, field
 

@@ -7,7 +7,7 @@ Operator, as the appliance documentation tells them to.
 
 `state`:
 - `absent`: no NVIDIA display controller (a VGA-compatible controller, class 0x0300, vendor
-  10de; domain/convergence_display.py): nothing to check. NVIDIA 3D controllers (H100/H200)
+  10de; domain/convergence/display.py): nothing to check. NVIDIA 3D controllers (H100/H200)
   keep the GPU Operator's own driver path, which this section does not judge;
 - `healthy`: every NVIDIA display GPU is bound to `nvidia`, the daemon is active and its socket
   is a socket;
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain.convergence_display import nvidia_compute_gpus, nvidia_display_gpus
+from magicstick_host.domain.convergence.display import nvidia_compute_gpus, nvidia_display_gpus
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.text import clip_message
 

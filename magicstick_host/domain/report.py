@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from magicstick_host.domain.canonical import sha256_hex
-from magicstick_host.domain.convergence_run import report_section
+from magicstick_host.domain.convergence.run import report_section
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Block, State
 from magicstick_host.domain.text import clip_message

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain.convergence_run import ConvergenceRun
+from magicstick_host.domain.convergence.run import ConvergenceRun
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.records import NoData, record_to_json
 from magicstick_host.domain.text import MAX_MESSAGE, MAX_STATUS_REFUSED, clip_message

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain.convergence_run import ConvergenceRun
+from magicstick_host.domain.convergence.run import ConvergenceRun
 from magicstick_host.domain.operations.registry import data_type
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.records import NoData, record_from_json

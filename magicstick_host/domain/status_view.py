@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain.convergence_run import render_convergence
+from magicstick_host.domain.convergence.run import render_convergence
 from magicstick_host.domain.phase import SHUTDOWN_PHASES, Phase
 from magicstick_host.domain.state import State
 from magicstick_host.domain.times import rfc3339

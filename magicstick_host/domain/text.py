@@ -20,7 +20,7 @@ from __future__ import annotations
 MAX_MESSAGE = 2048
 # state.json operation.statusRefused: why the server refused the last status write
 MAX_STATUS_REFUSED = 1024
-# state.json convergence.message (domain/convergence_run.py)
+# state.json convergence.message (domain/convergence/run.py)
 MAX_CONVERGENCE_MESSAGE = 1024
 
 ELLIPSIS = "…"

@@ -1,7 +1,10 @@
 """Effects: each performs exactly what a RunStep says, through one port, and decides nothing.
 
 `EFFECTS` maps a step name (an operation declares the steps it runs: `OperationKind.steps`) to
-the effect that performs it; adding a step is one effect module and one line here. `perform`
+the effect that performs it; adding a step is one effect module and one line here. The
+network trial's steps (magicstick_host/network/step_effects.py) are not here: they record the
+trial's stage around their effects, and the composition root (app.py, `step_effects`) adds
+them to this table for the tick, so that neither package imports the other. `perform`
 returns (ok, detail) and never retries. An exception escaping it (a crash, a bug) leaves the
 step's intent without an outcome, which the next tick classifies.
 
@@ -10,63 +13,18 @@ Each effect's module is imported when its step runs: the timer's idle ticks run 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from magicstick_host.lite_dataclasses import dataclass
-from magicstick_host.ports.clock import Clock
-from magicstick_host.ports.hostfs import RootedHostFS
-from magicstick_host.ports.kube import KubePort
-from magicstick_host.ports.runner import CommandRunner
+# the ports and the signature of an effect, shared with the network trial's steps
+from magicstick_host.effects.effect_ports import EffectPorts
 
 if TYPE_CHECKING:
     from typing import Any
 
+    from magicstick_host.effects.effect_ports import Effect
 
-@dataclass
-class EffectPorts:
-    runner: CommandRunner
-    kube: KubePort | None
-    hostfs: RootedHostFS
-    playbooks_dir: Path
-    # where the per-operation vars files and logs go (the state directory)
-    work_dir: Path
-    log_path: Callable[[str], Path]
-    playbook_timeout_s: float
-    # keeps the Node report fresh while a long step runs
-    heartbeat: Callable[[], None]
-    # the network trial's steps record their times, and the crash-point tests stop them
-    # between their effects (magicstick_host/network/step_effects.py)
-    clock: Clock | None = None
-    crash: Callable[[str], None] = lambda point: None
-
-
-# (the step's inputs, the ports, the request UID) -> (ok, detail)
-if TYPE_CHECKING:
-    Effect = Callable[[dict[str, Any], EffectPorts, str], tuple[bool, str]]
-
-
-# configure-network and scan-wifi (network.md): magicstick_host/network/step_effects.py,
-# loaded when a step runs (it imports effects/network.py, which loads this package)
-NETWORK_STEPS = (
-    "read-network-request",
-    "begin-network-trial",
-    "write-network-config",
-    "apply-network-config",
-    "keep-network-config",
-    "restore-network-config",
-    "scan-wifi",
-)
-
-
-def _network(step: str) -> Effect:
-    def run(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> tuple[bool, str]:
-        from magicstick_host.network.step_effects import NETWORK_EFFECTS
-
-        return NETWORK_EFFECTS[step](inputs, ports, request_uid)
-
-    return run
+__all__ = ["EFFECTS", "EffectPorts", "perform"]
 
 
 def _shutdown(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> tuple[bool, str]:
@@ -166,13 +124,14 @@ EFFECTS: dict[str, Effect] = {
     "delete-cache-entry": _delete_cache_entry,
     "sweep-shared-blobs": _sweep_shared_blobs,
 }
-EFFECTS.update({step: _network(step) for step in NETWORK_STEPS})
 
 
 def perform(
-    step: str, inputs: dict[str, Any], ports: EffectPorts, request_uid: str
+    effects: Mapping[str, Effect], step: str, inputs: dict[str, Any], ports: EffectPorts,
+    request_uid: str,
 ) -> tuple[bool, str]:
-    effect = EFFECTS.get(step)
+    """Run `step` with the effect `effects` (the composition root's table) names for it."""
+    effect = effects.get(step)
     if effect is None:
         raise ValueError(f"no effect named {step!r}")
     return effect(inputs, ports, request_uid)

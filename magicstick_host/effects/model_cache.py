@@ -2,8 +2,8 @@
 
 The operation deletes entry by entry and re-checks the blockers and the mounts before each
 call; this effect deletes exactly the one entry it is given and decides nothing: which entries
-may go is the domain's allow-list (domain/model_cache_inventory.py), checked again when a
-planned entry is loaded from the state (domain/model_cache_cleanup.py). Its guards are
+may go is the domain's allow-list (domain/model_cache/inventory.py), checked again when a
+planned entry is loaded from the state (domain/model_cache/cleanup.py). Its guards are
 refusals, not decisions: it never deletes
 - anything but one directory entry of the root (a name with `/`, `.` or `..` is refused);
 - anything when the root is not the directory the request was approved against (identity);

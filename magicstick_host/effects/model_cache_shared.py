@@ -1,5 +1,5 @@
 """Delete payloads of Hugging Face's shared blob store, as the library's own `sweep_shared_blob`
-does (model-cache.md, "Hugging Face's shared blob store"; domain/model_cache_shared.py).
+does (model-cache.md, "Hugging Face's shared blob store"; domain/model_cache/shared.py).
 
 The operation calls this once the `models--*` entries are gone, with the payloads its fresh walk
 found reclaimable; this effect deletes what it is given and decides nothing, but it refuses:

@@ -26,7 +26,7 @@ from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult, Co
 if TYPE_CHECKING:
     from typing import Any
 
-# the same paths as domain/network_evidence.py (effects take no domain module; a test checks)
+# the same paths as domain/network/evidence.py (effects take no domain module; a test checks)
 NETPLAN_DIR = "/etc/netplan"
 MANAGED_NETPLAN_NAME = "90-magicstick-network.yaml"
 MAX_NETPLAN_FILE_BYTES = 256 * 1024

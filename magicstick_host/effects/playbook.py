@@ -19,7 +19,7 @@ from magicstick_host.ports.runner import CommandResult
 if TYPE_CHECKING:
     from typing import Any
 
-    from magicstick_host.effects import EffectPorts
+    from magicstick_host.effects.effect_ports import EffectPorts
 
 HEARTBEAT_S = 30.0
 # the failed task is named in the log's last lines: a log of a run that flooded it (the runner

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from magicstick_host.domain import network_trial as trials
-from magicstick_host.domain.network_trial import (
+from magicstick_host.domain.network import trial as trials
+from magicstick_host.domain.network.trial import (
     BOOT_MESSAGE,
     DEADLINE_MESSAGE,
     FinishConfirmed,

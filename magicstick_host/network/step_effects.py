@@ -1,6 +1,7 @@
-"""The configure-network and scan-wifi steps as the tick runs them (effects/__init__.py names
-them in EFFECTS). Each does what its step says and returns (ok, detail); a detail never holds
-a password (the settings stay in the 0600 settings file, which only these steps read).
+"""The configure-network and scan-wifi steps as the tick runs them (the composition root adds
+them to the tick's table of effects: app.step_effects). Each does what its step says and
+returns (ok, detail); a detail never holds a password (the settings stay in the 0600 settings
+file, which only these steps read).
 
 - read-network-request: read the request Secret, check it against the rules and the host's
   network now, keep the approved settings (0600), delete the Secret with its UID precondition;
@@ -16,13 +17,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from magicstick_host.collect.network import collect_network
-from magicstick_host.domain.netplan_config import managed_document, managed_network
-from magicstick_host.domain.network_capability import network_inventory
-from magicstick_host.domain.network_operation import SecretConsumed, consume_secret
-from magicstick_host.domain.network_request import NetworkRef
-from magicstick_host.domain.network_scan import scan_section
-from magicstick_host.domain.network_settings import NetworkSettings
-from magicstick_host.domain.network_trial import Deadline, TrialRecord
+from magicstick_host.domain.network.capability import network_inventory
+from magicstick_host.domain.network.netplan_config import managed_document, managed_network
+from magicstick_host.domain.network.operation import SecretConsumed, consume_secret
+from magicstick_host.domain.network.request import NetworkRef
+from magicstick_host.domain.network.scan import scan_section
+from magicstick_host.domain.network.settings import NetworkSettings
+from magicstick_host.domain.network.trial import Deadline, TrialRecord
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.network import parse_iw_scan
 from magicstick_host.effects import network as effects
@@ -34,7 +35,7 @@ from magicstick_host.ports.network_store import NetworkStore, NetworkStoreError
 if TYPE_CHECKING:
     from typing import Any
 
-    from magicstick_host.effects import EffectPorts
+    from magicstick_host.effects.effect_ports import Effect, EffectPorts
 
 # longer than the deadline rollback holds the lock (netplan apply: 45 s)
 LOCK_WAIT_S = 60.0
@@ -203,7 +204,7 @@ def scan_wifi(inputs: dict[str, Any], ports: EffectPorts, request_uid: str) -> R
     return True, f"{len(section['networks'])} network(s) found on {settings.interface}"
 
 
-NETWORK_EFFECTS: dict[str, Callable[[dict[str, Any], EffectPorts, str], Result]] = {
+NETWORK_EFFECTS: dict[str, Effect] = {
     "read-network-request": read_network_request,
     "begin-network-trial": begin_network_trial,
     "write-network-config": write_network_config,

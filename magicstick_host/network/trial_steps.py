@@ -1,6 +1,6 @@
 """The steps of a network trial, each under the trial lock, each recording in the trial record
 what it is about to do before it does it (network.md, "The trial"; the record's stages are in
-domain/network_trial.py). They perform what the operation decided and decide nothing else.
+domain/network/trial.py). They perform what the operation decided and decide nothing else.
 
 - `begin`: back up /etc/netplan and record the trial (stage backed-up): nothing changed yet;
 - `write_and_generate`: write the managed file and run `netplan generate` (30 s); a refused
@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain import network_trial as trials
-from magicstick_host.domain.network_evidence import MANAGED_NETPLAN_NAME
-from magicstick_host.domain.network_trial import TrialRecord
+from magicstick_host.domain.network import trial as trials
+from magicstick_host.domain.network.evidence import MANAGED_NETPLAN_NAME
+from magicstick_host.domain.network.trial import TrialRecord
 from magicstick_host.effects import network as effects
 from magicstick_host.lite_dataclasses import dataclass
 from magicstick_host.ports.clock import Clock

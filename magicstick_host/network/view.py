@@ -18,20 +18,20 @@ from typing import TYPE_CHECKING, Protocol
 from magicstick_host.domain.cluster import ClusterView
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
-from magicstick_host.domain.network_capability import (
+from magicstick_host.domain.network.capability import (
     network_inventory,
     network_section,
     node_internal_ips,
 )
-from magicstick_host.domain.network_evidence import NetworkEvidence
-from magicstick_host.domain.network_operation import NETWORK_ACTIONS, trial_blocks
-from magicstick_host.domain.network_request import (
+from magicstick_host.domain.network.evidence import NetworkEvidence
+from magicstick_host.domain.network.operation import NETWORK_ACTIONS, trial_blocks
+from magicstick_host.domain.network.request import (
     NODE_LABEL,
     SECRET_NAMESPACE,
     stale_request_secrets,
     sweep_due,
 )
-from magicstick_host.domain.network_trial import TrialRecord
+from magicstick_host.domain.network.trial import TrialRecord
 from magicstick_host.domain.offers import HOST_BUSY
 from magicstick_host.domain.operations.network_common import (
     NETWORK_INVENTORY,
@@ -44,7 +44,6 @@ from magicstick_host.errors import KubeError, LockBusyError
 from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.kube import KubePort
 from magicstick_host.ports.network_store import NetworkStore, NetworkStoreError
-from magicstick_host.ports.state_store import StateStore
 
 if TYPE_CHECKING:
     from typing import Any
@@ -55,10 +54,11 @@ NOT_COLLECTED = NetworkEvidence(problems=("the network of this host was not insp
 
 
 class TickPorts(Protocol):
-    """What of the tick's ports the network needs (tick.TickDeps has them)."""
+    """What of the tick's ports the network needs (tick.TickDeps has them): the trial's store
+    in the state directory comes built from the composition root (app.tick_deps)."""
 
     @property
-    def store(self) -> StateStore: ...
+    def network_store(self) -> NetworkStore: ...
 
     @property
     def kube(self) -> KubePort | None: ...
@@ -78,7 +78,7 @@ def network_capabilities(
 ) -> dict[str, Any]:
     """The network capabilities of this tick (`network`, the inventory, the trial record,
     HOST_BUSY), after the tidying. What the tidying met goes to the log at debug level."""
-    store = NetworkStore(deps.store.directory)
+    store = deps.network_store
     notes: list[str] = []
     trial, problem = _tidy(store, running_network_op(active), notes)
     if deps.kube is not None and cluster.ok and sweep_due(

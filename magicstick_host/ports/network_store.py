@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from magicstick_host import schemas
-from magicstick_host.domain.network_trial import TrialRecord
+from magicstick_host.domain.network.trial import TrialRecord
 from magicstick_host.domain.strict_json import loads_strict
 from magicstick_host.errors import LockBusyError, StateError
 from magicstick_host.ports.host_files import HostFile

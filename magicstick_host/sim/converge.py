@@ -3,7 +3,7 @@
 The real roles (playbooks/roles/k3s, nvidia_display) are tested with the real ansible-playbook
 (tests/playbooks/test_converge.py). Here only what the gate needs is simulated:
 - on an NVIDIA display host (a VGA-compatible controller, class 0x0300: not an H100/H200 3D
-  controller; domain/convergence_display.py), the managed nvidia-drm file
+  controller; domain/convergence/display.py), the managed nvidia-drm file
   (`etc/modprobe.d/90-magicstick-nvidia-drm.conf`) is written: "changed" on the first run, "ok"
   on the next (so `status` shows the changed tasks of a run);
 - `MAGICSTICK_CONVERGE_LOCK_FD` must be in the environment, as the real playbook requires;
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain.convergence_display import is_nvidia_display
+from magicstick_host.domain.convergence.display import is_nvidia_display
 from magicstick_host.sim.ansible import PlayLog
 from magicstick_host.sim.faults import take_one_shot
 from magicstick_host.sim.model import Host

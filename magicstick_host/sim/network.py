@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.ports.runner import NOT_FOUND, TIMED_OUT, CommandResult
-from magicstick_host.sim.clock import boottime
 from magicstick_host.sim.effects_log import record
 from magicstick_host.sim.entries import Tree
 from magicstick_host.sim.model import Host
@@ -52,9 +51,11 @@ def handles(host: Host, args: Sequence[str]) -> bool:
     return tuple(args[:2]) == ("systemctl", "stop") and len(args) == 3
 
 
-def run(root: Path, host: Host, args: tuple[str, ...]) -> CommandResult:
-    from magicstick_host.sim.writer import write_host
-
+def run(root: Path, host: Host, args: tuple[str, ...], *, save: Callable[[Host, Path], None],
+        now_boottime: Callable[[], float]) -> CommandResult:
+    """`save` writes the changed host back (sim/writer.py `write_host`), `now_boottime` is its
+    CLOCK_BOOTTIME (sim/clock.py): given by sim/runner.py, since the writer renders this
+    module's network and loads it back (they would import each other)."""
     net = host.network
     assert net is not None
     tool = args[0]
@@ -68,12 +69,12 @@ def run(root: Path, host: Host, args: tuple[str, ...]) -> CommandResult:
     if tool == "netplan":
         result, changed = _netplan(net, args)
         if changed:
-            write_host(host, root)
+            save(host, root)
             record(root, host, f"netplan-{args[1]}", args, rc=result.returncode)
         return result
-    result = (_systemd_run(net, args, boottime(host)) if tool == "systemd-run"
+    result = (_systemd_run(net, args, now_boottime()) if tool == "systemd-run"
               else _systemctl_stop(net, args))
-    write_host(host, root)
+    save(host, root)
     record(root, host, "timer-armed" if tool == "systemd-run" else "timer-stopped", args,
            rc=result.returncode)
     return result

@@ -14,7 +14,7 @@ import ipaddress
 import json
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain import netplan_entries as entries
+from magicstick_host.domain.network import netplan_entries as entries
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.netplan import netplan_bool, netplan_int
 from magicstick_host.lite_dataclasses import dataclass, field

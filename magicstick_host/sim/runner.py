@@ -25,6 +25,7 @@ from pathlib import Path
 from magicstick_host.domain.evidence import GPU_PUBLISHER
 from magicstick_host.ports.runner import NOT_FOUND, CommandResult
 from magicstick_host.sim import network
+from magicstick_host.sim.clock import boottime
 from magicstick_host.sim.effects_log import EFFECTS_LOG, read_effects, record
 from magicstick_host.sim.faults import (
     GPU_PUBLISH_FAILS,
@@ -73,7 +74,8 @@ class SimRunner:
             unit_state = host.units.get(args[2].removesuffix(".service"), "inactive")
             return CommandResult(args, 0 if unit_state == "active" else 3, unit_state + "\n", "")
         if network.handles(host, args):  # ip, iw, netplan, the trial's timer: sim/network.py
-            return network.run(self.root, host, args)
+            return network.run(self.root, host, args, save=write_host,
+                               now_boottime=lambda: boottime(host))
         if args[:2] == ("uname", "-m"):
             return CommandResult(args, 0, host.kernel.arch + "\n", "")
         if args and args[0] == "shutdown":

@@ -79,7 +79,7 @@ def write_host(host: Host, root: Path) -> None:
 
     root = Path(root)
     entries = render(host)
-    # a broken sysfs attribute (sim.faults.break_carveout_write) is left exactly as it is
+    # a broken sysfs attribute (sim.carveout_fault.break_carveout_write) is left exactly as it is
     frozen = {p for p in entries if p.endswith("/uma/carveout")} if CARVEOUT_WRITE in host.faults \
         else set()
     for path in sorted(_previous_manifest(root) - entries.keys(), reverse=True):

@@ -1,4 +1,4 @@
-"""domain/convergence_run.py and domain/convergence_gate.py: pure, tested on their own."""
+"""domain/convergence/run.py and domain/convergence/gate.py: pure, tested on their own."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from magicstick_host import schemas
-from magicstick_host.domain.convergence_gate import GateFacts, Run, Skip, converge_gate
-from magicstick_host.domain.convergence_run import (
+from magicstick_host.domain.convergence.gate import GateFacts, Run, Skip, converge_gate
+from magicstick_host.domain.convergence.run import (
     MAX_CHANGED_TASKS,
     MAX_MESSAGE,
     REBOOT_TASK,

@@ -1,7 +1,7 @@
 """Which hosts are NVIDIA display hosts (convergence.md): an NVIDIA VGA-compatible controller,
 class 0x0300. An NVIDIA 3D controller (0x0302, H100/H200) is none: it keeps the GPU Operator's
 driver path. The playbook's own reading (roles/converge/files/host_facts.py, run for real as the
-playbook runs it) and the worker's (collect/pci.py + domain/convergence_display.py) agree on
+playbook runs it) and the worker's (collect/pci.py + domain/convergence/display.py) agree on
 every simulated host.
 """
 
@@ -17,7 +17,7 @@ import pytest
 
 from magicstick_host.collect.pci import collect_pci
 from magicstick_host.collect.reader import Reader
-from magicstick_host.domain.convergence_display import (
+from magicstick_host.domain.convergence.display import (
     is_nvidia_display,
     nvidia_compute_gpus,
     nvidia_display_gpus,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from magicstick_host import schemas
-from magicstick_host.domain.convergence_run import (
+from magicstick_host.domain.convergence.run import (
     MAX_CHANGED_TASKS,
     ConvergenceRun,
     finish_run,

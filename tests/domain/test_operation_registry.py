@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from magicstick_host import schemas
+from magicstick_host.app import NETWORK_STEPS, step_effects
 from magicstick_host.domain.decisions import SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import DEFAULT_LIMITS
@@ -31,7 +32,6 @@ from magicstick_host.domain.operations.registry import (
 )
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.records import record_schema
-from magicstick_host.effects import EFFECTS
 from tests.harness.factories import operation
 
 REPO = Path(__file__).resolve().parents[2]
@@ -119,7 +119,14 @@ def test_a_phase_without_a_decision_stops_the_operation_instead_of_waiting(actio
 @pytest.mark.parametrize("action", sorted(OPERATIONS))
 def test_every_step_an_operation_runs_has_an_effect(action: str) -> None:
     kind = OPERATIONS[action]
-    assert kind.steps and kind.steps <= set(EFFECTS), sorted(kind.steps - set(EFFECTS))
+    effects = set(step_effects())
+    assert kind.steps and kind.steps <= effects, sorted(kind.steps - effects)
+
+
+def test_the_network_steps_the_composition_root_adds_are_the_network_effects() -> None:
+    from magicstick_host.network.step_effects import NETWORK_EFFECTS
+
+    assert set(NETWORK_STEPS) == set(NETWORK_EFFECTS)
 
 
 @pytest.mark.parametrize("action", sorted(OPERATIONS))
@@ -150,4 +157,4 @@ TOY: OperationKind = toy.TOY
 
 def test_the_toy_passes_the_same_checks_as_the_real_operations() -> None:
     assert missing_decisions([TOY], module_sources(TOY)) == set()
-    assert TOY.steps <= set(EFFECTS) | {toy.TOY_STEP}
+    assert TOY.steps <= set(step_effects()) | {toy.TOY_STEP}

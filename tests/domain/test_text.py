@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from magicstick_host import app, schemas
-from magicstick_host.domain import convergence_run
-from magicstick_host.domain.model_cache import model_cache_section
-from magicstick_host.domain.model_cache_blockers import Blockers
-from magicstick_host.domain.model_cache_inventory import CacheInventory
+from magicstick_host.domain.convergence import run as convergence_run
+from magicstick_host.domain.model_cache.blockers import Blockers
+from magicstick_host.domain.model_cache.capability import model_cache_section
+from magicstick_host.domain.model_cache.inventory import CacheInventory
 from magicstick_host.domain.operations import lifecycle
 from magicstick_host.domain.report import build_report
 from magicstick_host.domain.request import Rejected, rejection_status

@@ -180,12 +180,12 @@ def test_a_late_companion_driver_is_waited_for(tmp_path: Path, kube: Any) -> Non
 
 
 def test_a_failed_carveout_write_is_failed_and_nothing_restarts(tmp_path: Path, kube: Any) -> None:
-    from magicstick_host.sim import faults
+    from magicstick_host.sim import carveout_fault
 
     world = World(tmp_path, kube, READY)
     configure(world, 9, 65536)
     world.tick()  # accepted, Preparing
-    faults.break_carveout_write(world.root)
+    carveout_fault.break_carveout_write(world.root)
     assert world.drive() == "Failed"
     assert "firmware memory choice failed" in message(world)
     assert world.effects("shutdown") == []

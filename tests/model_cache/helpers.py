@@ -11,7 +11,7 @@ from pathlib import Path
 
 from magicstick_host.collect.model_cache import ModelCacheInventory
 from magicstick_host.domain.limits import DEFAULT_LIMITS, Limits
-from magicstick_host.domain.model_cache_inventory import CacheInventory
+from magicstick_host.domain.model_cache.inventory import CacheInventory
 from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.ports.hosttree import RootedHostTree

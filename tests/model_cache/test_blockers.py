@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from magicstick_host.domain.model_cache_blockers import (
+from magicstick_host.domain.model_cache.blockers import (
     Workloads,
     activation_blocks,
     find_blockers,
     model_pod_blocks,
     overlaps,
 )
-from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS, normalise_path
+from magicstick_host.domain.model_cache.inventory import CACHE_ROOTS, normalise_path
 
 NODE = "node-a"
 HUB = "/root/.cache/huggingface/hub"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from magicstick_host.domain.model_cache import BLOCKED_MESSAGE
+from magicstick_host.domain.model_cache.capability import BLOCKED_MESSAGE
 from tests.harness.world import World
 from tests.kubeserver.fixtures import KubeCluster
 from tests.model_cache.cluster import (

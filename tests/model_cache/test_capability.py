@@ -8,7 +8,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from magicstick_host import schemas
-from magicstick_host.domain.model_cache import (
+from magicstick_host.domain.model_cache.blockers import Blockers
+from magicstick_host.domain.model_cache.capability import (
     BLOCKED_MESSAGE,
     approx_gib,
     clear_request_problem,
@@ -16,8 +17,7 @@ from magicstick_host.domain.model_cache import (
     model_cache_section,
     offered,
 )
-from magicstick_host.domain.model_cache_blockers import Blockers
-from magicstick_host.domain.model_cache_inventory import (
+from magicstick_host.domain.model_cache.inventory import (
     CacheEntry,
     CacheInventory,
     RootInventory,
@@ -134,7 +134,7 @@ def test_approx_gib(n: int, text: str) -> None:
 def test_the_id_names_the_xet_root_too_and_its_version() -> None:
     """Issue 25: Xet's chunk cache is a root of the Hugging Face cache; its identity is in the
     id, and the id's version moved to 2 (an id reviewed before cannot match a new one)."""
-    from magicstick_host.domain import model_cache
+    from magicstick_host.domain.model_cache import capability as model_cache
 
     base = inventory()
     xet = RootInventory("huggingface-xet", (2049, 300), 8192, (CacheEntry("logs", 4096, True),))

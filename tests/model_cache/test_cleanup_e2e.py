@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from magicstick_host.domain.model_cache_cleanup import MODEL_STARTED
+from magicstick_host.domain.model_cache.cleanup import MODEL_STARTED
 from tests.harness.world import World
 from tests.model_cache.cluster import pod
 from tests.model_cache.e2e import (

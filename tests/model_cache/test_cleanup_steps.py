@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from magicstick_host.domain.model_cache_blockers import Blockers
-from magicstick_host.domain.model_cache_cleanup import (
+from magicstick_host.domain.model_cache.blockers import Blockers
+from magicstick_host.domain.model_cache.cleanup import (
     MODEL_STARTED,
     CleanupEntry,
     DeleteNext,
@@ -16,7 +16,7 @@ from magicstick_host.domain.model_cache_cleanup import (
     next_step,
     plan_entries,
 )
-from magicstick_host.domain.model_cache_inventory import CacheEntry, CacheInventory, RootInventory
+from magicstick_host.domain.model_cache.inventory import CacheEntry, CacheInventory, RootInventory
 
 GIB = 1024**3
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from magicstick_host.domain.model_cache_inventory import (
+from magicstick_host.domain.model_cache.inventory import (
     CACHE_ROOTS_BY_ID,
     HUGGINGFACE,
     clearable_entry,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from magicstick_host import schemas
-from magicstick_host.domain.model_cache import model_cache_id
+from magicstick_host.domain.model_cache.capability import model_cache_id
 from magicstick_host.ports.model_cache_store import CACHE_FILE, ModelCacheStore
 from magicstick_host.sim.model import Host
 from magicstick_host.sim.model_cache import NESTED_MOUNT, mountinfo

@@ -12,7 +12,7 @@ import pytest
 from magicstick_host.collect import model_workloads
 from magicstick_host.collect.model_workloads import read_model_workloads
 from magicstick_host.domain.cluster import APPLIANCE_API
-from magicstick_host.domain.model_cache_blockers import find_blockers
+from magicstick_host.domain.model_cache.blockers import find_blockers
 from magicstick_host.ports import kube_lists
 from magicstick_host.ports.kube import RealKube
 from tests.kubeserver.fixtures import KubeCluster

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS, nested_mount
+from magicstick_host.domain.model_cache.inventory import CACHE_ROOTS, nested_mount
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.mountinfo import parse_mount_line, parse_mountinfo
 from magicstick_host.sim.model import Host

@@ -12,15 +12,15 @@ import pytest
 from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import DEFAULT_LIMITS
-from magicstick_host.domain.model_cache import (
+from magicstick_host.domain.model_cache.blockers import Blockers
+from magicstick_host.domain.model_cache.capability import (
     BLOCKED_MESSAGE,
     MODEL_CACHE_FACTS,
     ModelCacheFacts,
     model_cache_section,
 )
-from magicstick_host.domain.model_cache_blockers import Blockers
-from magicstick_host.domain.model_cache_cleanup import MODEL_STARTED
-from magicstick_host.domain.model_cache_inventory import (
+from magicstick_host.domain.model_cache.cleanup import MODEL_STARTED
+from magicstick_host.domain.model_cache.inventory import (
     CacheEntry,
     CacheInventory,
     RootInventory,
@@ -252,7 +252,7 @@ def test_applying_sweeps_the_shared_blobs_in_one_batch() -> None:
 
 
 def test_the_final_message_says_a_locked_blob_was_kept_and_not_freed() -> None:
-    from magicstick_host.domain.model_cache_cleanup import sweep_detail
+    from magicstick_host.domain.model_cache.cleanup import sweep_detail
 
     swept = Step("sweep-shared-blobs", {"blobs": ["a" * 64, "b" * 64]}, BOOT, "t", 100.0,
                  outcome="done", detail=sweep_detail(1, 100 * MIB, (1, 100 * MIB), (0, 0)))

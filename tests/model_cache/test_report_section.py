@@ -9,7 +9,7 @@ from typing import Any
 
 from magicstick_host import schemas
 from magicstick_host.domain.evidence import Evidence
-from magicstick_host.domain.model_cache_blockers import Blockers
+from magicstick_host.domain.model_cache.blockers import Blockers
 from magicstick_host.domain.nvidia_health import nvidia_health
 from magicstick_host.domain.report import build_report, report_content_digest_input
 from magicstick_host.domain.state import Block, State

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from magicstick_host.domain import model_cache_shared as shared
-from magicstick_host.domain.model_cache import model_cache_section
-from magicstick_host.domain.model_cache_blockers import Blockers
-from magicstick_host.domain.model_cache_cleanup import (
+from magicstick_host.domain.model_cache import shared
+from magicstick_host.domain.model_cache.blockers import Blockers
+from magicstick_host.domain.model_cache.capability import model_cache_section
+from magicstick_host.domain.model_cache.cleanup import (
     kept_in_sweeps,
     kept_note,
     next_batch,
     plan_entries,
     sweep_detail,
 )
-from magicstick_host.domain.model_cache_inventory import HUGGINGFACE, SHARED_BLOBS
+from magicstick_host.domain.model_cache.inventory import HUGGINGFACE, SHARED_BLOBS
 from magicstick_host.effects.model_cache_shared import sweep_shared_blobs
 from tests.model_cache.helpers import HUB, bare_root, walk
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from magicstick_host.domain.model_cache_inventory import clearable_entry
+from magicstick_host.domain.model_cache.inventory import clearable_entry
 from magicstick_host.sim.model_cache import NESTED_MOUNT, add_many_files
 from magicstick_host.sim.writer import create_host
 from tests.model_cache.helpers import HUB, OLLAMA, bare_root, limits, ticking, walk, write

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from magicstick_host.collect.network import collect_network
-from magicstick_host.domain.network_capability import NetworkInventory, network_inventory
-from magicstick_host.domain.network_evidence import NetworkEvidence
+from magicstick_host.domain.network.capability import NetworkInventory, network_inventory
+from magicstick_host.domain.network.evidence import NetworkEvidence
 from magicstick_host.ports.clock import Instant
 from magicstick_host.ports.hostfs import RootedHostFS
 from magicstick_host.sim.network_scenarios import (

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from magicstick_host import schemas
-from magicstick_host.domain.network_capability import (
+from magicstick_host.domain.network.capability import (
     network_id,
     network_inventory,
     network_section,
     node_internal_ips,
 )
-from magicstick_host.domain.network_evidence import NetplanFile
+from magicstick_host.domain.network.evidence import NetplanFile
 from tests.network.helpers import (
     ATTIC_PASSPHRASE,
     CLUSTER_ETH,

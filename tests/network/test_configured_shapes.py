@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from magicstick_host import schemas
-from magicstick_host.domain.netplan_config import managed_network
-from magicstick_host.domain.network_capability import (
+from magicstick_host.domain.network.capability import (
     InterfaceView,
     NetworkInventory,
     network_inventory,
     network_section,
 )
-from magicstick_host.domain.network_evidence import NetworkEvidence
-from magicstick_host.domain.network_settings import (
+from magicstick_host.domain.network.evidence import NetworkEvidence
+from magicstick_host.domain.network.netplan_config import managed_network
+from magicstick_host.domain.network.settings import (
     NetworkSettings,
     SettingsProblem,
     check_configure_settings,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from magicstick_host.domain.network_request import (
+from magicstick_host.domain.network.request import (
     NODE_LABEL,
     REQUEST_ID_LABEL,
     SECRET_NAMESPACE,

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magicstick_host.domain.netplan_config import managed_document, managed_network
-from magicstick_host.domain.network_capability import InterfaceView
-from magicstick_host.domain.network_settings import NetworkSettings
+from magicstick_host.domain.network.capability import InterfaceView
+from magicstick_host.domain.network.netplan_config import managed_document, managed_network
+from magicstick_host.domain.network.settings import NetworkSettings
 from magicstick_host.domain.parsers.netplan import netplan_network
 from magicstick_host.ports.netplan_yaml import load_netplan_yaml, render_managed
 from tests.network.test_parsers import _as_netplan_reads

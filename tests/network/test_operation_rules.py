@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from magicstick_host.domain.network_capability import network_section
-from magicstick_host.domain.network_operation import (
+from magicstick_host.domain.network.capability import network_section
+from magicstick_host.domain.network.operation import (
     CONFIGURE,
     SCAN,
     ApplyWithDeadline,
@@ -30,8 +30,8 @@ from magicstick_host.domain.network_operation import (
     spec_problem,
     trial_blocks,
 )
-from magicstick_host.domain.network_request import NetworkRef
-from magicstick_host.domain.network_trial import (
+from magicstick_host.domain.network.request import NetworkRef
+from magicstick_host.domain.network.trial import (
     BackedUpFile,
     Deadline,
     TrialRecord,

@@ -12,9 +12,9 @@ from magicstick_host.domain.cluster import ClusterView
 from magicstick_host.domain.decisions import ClassifiedStep, RunStep, SetPhase, Situation, Wait
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import DEFAULT_LIMITS
-from magicstick_host.domain.network_capability import NetworkInventory
-from magicstick_host.domain.network_operation import CONFIRMATION_ANNOTATION
-from magicstick_host.domain.network_trial import Deadline, TrialRecord, new_trial
+from magicstick_host.domain.network.capability import NetworkInventory
+from magicstick_host.domain.network.operation import CONFIRMATION_ANNOTATION
+from magicstick_host.domain.network.trial import Deadline, TrialRecord, new_trial
 from magicstick_host.domain.operations import configure_network as configure
 from magicstick_host.domain.operations import lifecycle
 from magicstick_host.domain.operations import network_common as common

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from magicstick_host.domain.network_request import SECRET_NAMESPACE
+from magicstick_host.domain.network.request import SECRET_NAMESPACE
 from tests.harness.world import random_hex
 from tests.kubeserver.fixtures import KubeCluster
 from tests.network.helpers import CLUSTER_ETH

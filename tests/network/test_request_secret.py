@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from magicstick_host.domain.network_request import (
+from magicstick_host.domain.network.request import (
     NetworkRef,
     RequestSettings,
     SecretProblem,

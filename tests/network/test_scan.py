@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from magicstick_host import schemas
-from magicstick_host.domain.network_scan import scan_networks, scan_section
+from magicstick_host.domain.network.scan import scan_networks, scan_section
 from magicstick_host.domain.parsers.network import ScannedBss, parse_iw_scan, ssid_text
 from magicstick_host.effects.network import scan_wifi
 from magicstick_host.sim.runner import SimRunner

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from magicstick_host.domain.network_capability import NetworkInventory
-from magicstick_host.domain.network_settings import (
+from magicstick_host.domain.network.capability import NetworkInventory
+from magicstick_host.domain.network.settings import (
     NetworkSettings,
     SettingsProblem,
     check_configure_settings,

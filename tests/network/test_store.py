@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from magicstick_host.domain.network_trial import BackedUpFile, new_trial
+from magicstick_host.domain.network.trial import BackedUpFile, new_trial
 from magicstick_host.errors import LockBusyError
 from magicstick_host.ports.host_files import HostFile
 from magicstick_host.ports.network_store import NetworkStore, NetworkStoreError

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from magicstick_host.domain.network_trial import success_problems
+from magicstick_host.domain.network.trial import success_problems
 from magicstick_host.network import trial_steps as steps
 from magicstick_host.network.rollback import run_boot_recovery, run_deadline_rollback
 from magicstick_host.sim.faults import SimulatedCrash
@@ -222,7 +222,7 @@ def test_a_busy_trial_lock_is_reported_not_waited_for_forever(tmp_path: Path) ->
 
 def test_the_effects_name_the_same_netplan_paths_as_the_evidence() -> None:
     """effects/network.py keeps its own copy of the paths (effects import no domain module)."""
-    from magicstick_host.domain import network_evidence
+    from magicstick_host.domain.network import evidence as network_evidence
     from magicstick_host.effects import network as effects
 
     assert effects.NETPLAN_DIR == network_evidence.NETPLAN_DIR

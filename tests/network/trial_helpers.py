@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from magicstick_host.domain.netplan_config import managed_document, managed_network
-from magicstick_host.domain.network_settings import NetworkSettings, check_configure_settings
-from magicstick_host.domain.network_trial import TrialRecord
+from magicstick_host.domain.network.netplan_config import managed_document, managed_network
+from magicstick_host.domain.network.settings import NetworkSettings, check_configure_settings
+from magicstick_host.domain.network.trial import TrialRecord
 from magicstick_host.network import trial_steps as steps
 from magicstick_host.network.rollback import (
     RollbackDeps,

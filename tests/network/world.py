@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from magicstick_host.domain.network_operation import CONFIRMATION_ANNOTATION
-from magicstick_host.domain.network_request import (
+from magicstick_host.domain.network.operation import CONFIRMATION_ANNOTATION
+from magicstick_host.domain.network.request import (
     NODE_LABEL,
     REQUEST_ID_LABEL,
     SECRET_NAMESPACE,

@@ -42,7 +42,7 @@ import pytest
 from huggingface_hub import hf_hub_download, scan_cache_dir  # a dev dependency: never skipped
 from huggingface_hub.utils import _shared_blobs as store_lib
 
-from magicstick_host.domain.model_cache_inventory import CacheInventory
+from magicstick_host.domain.model_cache.inventory import CacheInventory
 from magicstick_host.effects.model_cache_shared import sweep_shared_blobs
 from tests.harness.world import World
 from tests.model_cache.cluster import clear_model_workloads
@@ -291,7 +291,7 @@ def test_a_locked_payload_is_kept_and_said(
 ) -> None:
     """The library's lock held by another process (a download): that payload stays, the
     result says so; once the lock is free, it goes."""
-    from magicstick_host.domain.model_cache_cleanup import kept_in_sweeps
+    from magicstick_host.domain.model_cache.cleanup import kept_in_sweeps
     from tests.model_cache.helpers import bare_root
 
     endpoint, stand_in = hub_endpoint

@@ -43,15 +43,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from magicstick_host.collect.network import collect_network
-from magicstick_host.domain import netplan_entries as entries
-from magicstick_host.domain.netplan_config import managed_document, managed_network
-from magicstick_host.domain.network_capability import (
+from magicstick_host.domain.network import netplan_entries as entries
+from magicstick_host.domain.network.capability import (
     INTERFACE_NAME,
     InterfaceView,
     NetworkInventory,
     network_inventory,
 )
-from magicstick_host.domain.network_settings import NetworkSettings, check_configure_settings
+from magicstick_host.domain.network.netplan_config import managed_document, managed_network
+from magicstick_host.domain.network.settings import NetworkSettings, check_configure_settings
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.netplan import netplan_network
 from magicstick_host.ports.hostfs import RootedHostFS

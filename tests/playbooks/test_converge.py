@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from magicstick_host.domain.convergence_run import REBOOT_TASK
+from magicstick_host.domain.convergence.run import REBOOT_TASK
 from magicstick_host.sim.model import Host, Package, PciDevice
 from tests.playbooks.conftest import PLAYBOOKS, output, run_playbook
 from tests.playbooks.converge_roots import (

@@ -9,7 +9,7 @@ import pytest
 from magicstick_host.domain.versions import compare_versions
 from magicstick_host.ports.hostfs import HostReadError, RootedHostFS
 from magicstick_host.sim.boot import boot_host
-from magicstick_host.sim.faults import break_carveout_write, repair_carveout_write
+from magicstick_host.sim.carveout_fault import break_carveout_write, repair_carveout_write
 from magicstick_host.sim.modprobe import effective_files, module_options
 from magicstick_host.sim.runner import EFFECTS_LOG, SimRunner, read_effects
 from magicstick_host.sim.writer import load_host

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from magicstick_host.domain.network_operation import CONFIRMATION_ANNOTATION
-from magicstick_host.domain.network_request import (
+from magicstick_host.domain.network.operation import CONFIRMATION_ANNOTATION
+from magicstick_host.domain.network.request import (
     NODE_LABEL,
     REQUEST_ID_LABEL,
     SECRET_NAMESPACE,

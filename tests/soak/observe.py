@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from magicstick_host import schemas
-from magicstick_host.domain import model_cache_shared as shared
-from magicstick_host.domain.model_cache_inventory import CACHE_ROOTS, HUGGINGFACE
+from magicstick_host.domain.model_cache import shared
+from magicstick_host.domain.model_cache.inventory import CACHE_ROOTS, HUGGINGFACE
 from magicstick_host.domain.state import State
 from magicstick_host.domain.state_codec import state_from_json
 from magicstick_host.sim.effects_log import EFFECTS_LOG
@@ -128,7 +128,7 @@ def carveout_writes(before: dict[str, str], after: dict[str, str], boot_id: str)
 
 def cache_entries(root: Path) -> dict[str, bool]:
     """Each top-level entry of the host's model-cache roots -> whether the cleanup may delete
-    it (domain/model_cache_inventory.py); a root that is a symlink is not looked into."""
+    it (domain/model_cache/inventory.py); a root that is a symlink is not looked into."""
     out = {}
     for spec in CACHE_ROOTS:
         directory = root / spec.path.lstrip("/")

@@ -11,7 +11,7 @@ deadline (the timer, or `restore-network-config` from the tick) → RolledBack; 
 the trial → the boot recovery restores it → RolledBack. Unknown new files in /etc/netplan →
 Failed ("concurrent local changes"); 7 minutes without progress → Interrupted.
 
-Where the trial goes next is domain/network_operation.py's `next_trial_step`; this module
+Where the trial goes next is domain/network/operation.py's `next_trial_step`; this module
 turns its answer into the framework's steps and phases.
 """
 
@@ -27,8 +27,8 @@ from magicstick_host.domain.decisions import (
     Situation,
     Wait,
 )
-from magicstick_host.domain.network_evidence import MANAGED_NETPLAN_FILE
-from magicstick_host.domain.network_operation import (
+from magicstick_host.domain.network.evidence import MANAGED_NETPLAN_FILE
+from magicstick_host.domain.network.operation import (
     CONFIGURE,
     OUTCOME_PHASE,
     ApplyWithDeadline,
@@ -44,7 +44,7 @@ from magicstick_host.domain.network_operation import (
     next_trial_step,
     uncertain_apply_message,
 )
-from magicstick_host.domain.network_trial import (
+from magicstick_host.domain.network.trial import (
     CONFIRMATION_S,
     TrialRecord,
     rfc3339,

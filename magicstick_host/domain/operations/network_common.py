@@ -23,10 +23,10 @@ from magicstick_host.domain.decisions import (
 )
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
-from magicstick_host.domain.network_capability import NetworkInventory
-from magicstick_host.domain.network_operation import CONFIRMATION_ANNOTATION, spec_problem
-from magicstick_host.domain.network_request import SECRET_NAMESPACE, NetworkRef, network_ref
-from magicstick_host.domain.network_trial import TrialRecord
+from magicstick_host.domain.network.capability import NetworkInventory
+from magicstick_host.domain.network.operation import CONFIRMATION_ANNOTATION, spec_problem
+from magicstick_host.domain.network.request import SECRET_NAMESPACE, NetworkRef, network_ref
+from magicstick_host.domain.network.trial import TrialRecord
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.request import Accepted, HostFacts
 from magicstick_host.domain.state import Operation

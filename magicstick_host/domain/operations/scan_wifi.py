@@ -10,7 +10,7 @@ changes; an interrupted step is never repeated (Interrupted).
 from __future__ import annotations
 
 from magicstick_host.domain.decisions import ClassifiedStep, Decision, RunStep, SetPhase, Situation
-from magicstick_host.domain.network_operation import SCAN
+from magicstick_host.domain.network.operation import SCAN
 from magicstick_host.domain.operations import network_common as common
 from magicstick_host.domain.operations.kind import LegacyRules, OperationKind
 from magicstick_host.domain.phase import Phase

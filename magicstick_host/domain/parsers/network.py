@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain.network_evidence import DefaultRoute, IpAddress, IpLink, WifiLink
+from magicstick_host.domain.network.evidence import DefaultRoute, IpAddress, IpLink, WifiLink
 from magicstick_host.domain.parsers.common import ParseError, shorten, split_lines
 from magicstick_host.domain.strict_json import loads_strict
 from magicstick_host.lite_dataclasses import dataclass

@@ -3,7 +3,7 @@
 model-cache.md. The modules: data.py (what the operation records), request.py (intake and
 when the report offers it), phases.py (Preparing, Applying, interrupted steps), declared.py
 (its step). Its decisions load when a clear-model-cache operation runs (PhaseTable). The
-capability (`modelCache`) and its building blocks are domain/model_cache*.py; the tick's
+capability (`modelCache`) and its building blocks are domain/model_cache/; the tick's
 look at the caches and the workloads is magicstick_host/model_cache_reads.py.
 """
 

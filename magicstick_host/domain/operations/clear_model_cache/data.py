@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from magicstick_host.domain.decisions import Situation
-from magicstick_host.domain.model_cache_cleanup import CleanupEntry
-from magicstick_host.domain.model_cache_inventory import clearable_entry
+from magicstick_host.domain.model_cache.cleanup import CleanupEntry
+from magicstick_host.domain.model_cache.inventory import clearable_entry
 from magicstick_host.domain.request import Accepted
 from magicstick_host.domain.state import Operation
 from magicstick_host.lite_dataclasses import dataclass, field

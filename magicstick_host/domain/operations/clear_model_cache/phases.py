@@ -17,8 +17,8 @@ from magicstick_host.domain.decisions import (
     Situation,
     Wait,
 )
-from magicstick_host.domain.model_cache import BLOCKED_MESSAGE, about_gib
-from magicstick_host.domain.model_cache_cleanup import (
+from magicstick_host.domain.model_cache.capability import BLOCKED_MESSAGE, about_gib
+from magicstick_host.domain.model_cache.cleanup import (
     CleanupEntry,
     DeleteNext,
     interrupted_message,
@@ -30,7 +30,7 @@ from magicstick_host.domain.model_cache_cleanup import (
     plan_entries,
     succeeded_message,
 )
-from magicstick_host.domain.model_cache_inventory import (
+from magicstick_host.domain.model_cache.inventory import (
     CACHE_ROOTS_BY_ID,
     HUGGINGFACE,
     SHARED_BLOBS,

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
-from magicstick_host.domain.model_cache import (
+from magicstick_host.domain.model_cache.capability import (
     MODEL_CACHE_FACTS,
     ModelCacheFacts,
     clear_request_problem,
 )
-from magicstick_host.domain.model_cache import offered as section_offered
+from magicstick_host.domain.model_cache.capability import offered as section_offered
 from magicstick_host.domain.request import HostFacts, plan_id_problem
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ nvidiaPackages (installed nvidia-* packages from /var/lib/dpkg/status: name -> v
 An NVIDIA display host has an NVIDIA VGA-compatible controller (class 0x0300, vendor 10de); an
 NVIDIA 3D controller (0x0302, H100/H200) drives no display and keeps the GPU Operator's driver
 path: nvidiaCompute lists the addresses of the NVIDIA display-class devices that are not VGA
-(convergence.md; the worker's own view is magicstick_host/domain/convergence_display.py).
+(convergence.md; the worker's own view is magicstick_host/domain/convergence/display.py).
 """
 
 import json

@@ -13,10 +13,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain import netplan_entries as entries
 from magicstick_host.domain.canonical import canonical_json, sha256_hex
-from magicstick_host.domain.network_editable import why_not_editable, wifi_why_not
-from magicstick_host.domain.network_evidence import (
+from magicstick_host.domain.network import netplan_entries as entries
+from magicstick_host.domain.network.editable import why_not_editable, wifi_why_not
+from magicstick_host.domain.network.evidence import (
     MAX_NETPLAN_FILES,
     NETPLAN_DIR,
     IpLink,

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain.network_capability import NetworkInventory
-from magicstick_host.domain.network_evidence import MANAGED_NETPLAN_NAME
+from magicstick_host.domain.network.capability import NetworkInventory
+from magicstick_host.domain.network.evidence import MANAGED_NETPLAN_NAME
 from magicstick_host.domain.text import clip_message
 from magicstick_host.lite_dataclasses import dataclass, replace
 

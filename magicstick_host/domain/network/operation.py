@@ -16,22 +16,22 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain import network_trial as trials
-from magicstick_host.domain.network_capability import NetworkInventory
-from magicstick_host.domain.network_request import (
+from magicstick_host.domain.network import trial as trials
+from magicstick_host.domain.network.capability import NetworkInventory
+from magicstick_host.domain.network.request import (
     NetworkRef,
     RequestSettings,
     SecretProblem,
     network_ref,
     read_request_secret,
 )
-from magicstick_host.domain.network_settings import (
+from magicstick_host.domain.network.settings import (
     NetworkSettings,
     SettingsProblem,
     check_configure_settings,
     check_scan_settings,
 )
-from magicstick_host.domain.network_trial import TrialRecord
+from magicstick_host.domain.network.trial import TrialRecord
 from magicstick_host.lite_dataclasses import dataclass
 
 if TYPE_CHECKING:

@@ -16,16 +16,16 @@ A deletion whose outcome was never recorded (the worker died during it) is never
 
 from __future__ import annotations
 
-from magicstick_host.domain.model_cache import about_gib
-from magicstick_host.domain.model_cache_blockers import Blockers
-from magicstick_host.domain.model_cache_inventory import (
+from magicstick_host.domain.model_cache.blockers import Blockers
+from magicstick_host.domain.model_cache.capability import about_gib
+from magicstick_host.domain.model_cache.inventory import (
     CACHE_ROOTS_BY_ID,
     HUGGINGFACE,
     SHARED_BLOBS,
     CacheInventory,
     clearable_entry,
 )
-from magicstick_host.domain.model_cache_shared import STORE_DIR, blob_path
+from magicstick_host.domain.model_cache.shared import STORE_DIR, blob_path
 from magicstick_host.hf_store_format import kept_in_sweeps, sweep_detail
 
 __all__ = ["kept_in_sweeps", "sweep_detail"]  # the sweep step's detail, read by the decisions

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from magicstick_host.domain.canonical import sha256_hex
-from magicstick_host.domain.model_cache_blockers import Blockers
-from magicstick_host.domain.model_cache_inventory import (
+from magicstick_host.domain.model_cache.blockers import Blockers
+from magicstick_host.domain.model_cache.inventory import (
     CACHE_ROOTS,
     REPORT_CACHES,
     CacheInventory,

@@ -18,9 +18,9 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain import netplan_entries as entries
-from magicstick_host.domain.network_capability import InterfaceView
-from magicstick_host.domain.network_settings import NetworkSettings
+from magicstick_host.domain.network import netplan_entries as entries
+from magicstick_host.domain.network.capability import InterfaceView
+from magicstick_host.domain.network.settings import NetworkSettings
 from magicstick_host.domain.parsers.netplan import netplan_bool
 
 if TYPE_CHECKING:

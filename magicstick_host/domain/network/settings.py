@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain.network_capability import InterfaceView, NetworkInventory
+from magicstick_host.domain.network.capability import InterfaceView, NetworkInventory
 from magicstick_host.domain.parsers.network import has_control_characters
 from magicstick_host.lite_dataclasses import dataclass, replace
 

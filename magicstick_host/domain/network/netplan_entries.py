@@ -2,7 +2,7 @@
 
 Every scalar arrives as a string (parsers/netplan.py) and is typed here the way netplan types
 it. The helpers never raise on odd shapes: what they cannot read is "absent", and the
-capability's editable rules (domain/network_capability.py) refuse entries whose shape they do
+capability's editable rules (domain/network/capability.py) refuse entries whose shape they do
 not fully understand.
 """
 

@@ -1,7 +1,7 @@
 """The model caches as evidence: which roots, what may be deleted, what a walk found.
 
 model-cache.md, "Scope": two fixed caches, nothing else. Hugging Face's has two roots: the hub
-(its `models--*` entries, and the shared-store blobs only they use: domain/model_cache_shared.py)
+(its `models--*` entries, and the shared-store blobs only they use: domain/model_cache/shared.py)
 and Xet's chunk cache beside it (every entry); Ollama's has one. Only the entries named here are
 ever deleted; credentials (`token`, `stored_tokens`), `datasets--*` and anything else next to
 them stay. The request carries no path: every path the cleanup touches comes from here.
@@ -13,7 +13,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 
-from magicstick_host.domain.model_cache_shared import XET_HASH
+from magicstick_host.domain.model_cache.shared import XET_HASH
 from magicstick_host.domain.parsers.mountinfo import Mount
 from magicstick_host.lite_dataclasses import dataclass
 
@@ -53,7 +53,7 @@ CACHE_ROOTS_BY_ID = {spec.id: spec for spec in CACHE_ROOTS}
 # the report's caches (`modelCache.caches`), in order: (id, name)
 REPORT_CACHES = (("huggingface", HF_NAME), ("ollama", "Ollama"))
 # a cleanup entry that is a payload of the hub's shared blob store, not a top-level entry:
-# its `name` is the payload's 64-hex name (domain/model_cache_shared.py)
+# its `name` is the payload's 64-hex name (domain/model_cache/shared.py)
 SHARED_BLOBS = "huggingface-shared"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain import netplan_entries as entries
+from magicstick_host.domain.network import netplan_entries as entries
 
 if TYPE_CHECKING:
     from typing import Any
