@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from magicstick_host.domain.evidence import Evidence
-from magicstick_host.domain.operations.registry import OPERATIONS
+from magicstick_host.domain.operations.offer_rules import OFFERS
 
 if TYPE_CHECKING:
     from typing import Any
@@ -27,4 +27,6 @@ def available_actions(
     # every request is checked against the boot ID; without one nothing can be approved
     if ev.boot_id is None:
         return []
-    return [action for action, kind in OPERATIONS.items() if kind.offered(ev, capabilities)]
+    # the kinds' predicates without the kinds (operations/offer_rules.py): the registry loads
+    # every operation, which the console's inspect does not run
+    return [action for action, offered in OFFERS if offered(ev, capabilities)]

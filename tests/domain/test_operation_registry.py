@@ -3,7 +3,8 @@
 - every phase an operation can enter has a decision (read from the phases its modules name),
   and a phase without one stops the operation instead of waiting forever;
 - every step an operation runs has an effect;
-- the registry, the report schema and the CRD agree on the actions.
+- the registry, the report schema and the CRD agree on the actions, and offer_rules.py lists
+  them with the kinds' own predicates.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import DEFAULT_LIMITS
 from magicstick_host.domain.operations.decide import decide
 from magicstick_host.domain.operations.kind import OperationKind
+from magicstick_host.domain.operations.offer_rules import OFFERS
 from magicstick_host.domain.operations.registry import (
     FOREIGN_ACTIONS,
     NOT_YET_ACTIONS,
@@ -140,6 +142,13 @@ def test_the_registry_the_report_schema_and_the_crd_agree_on_the_actions() -> No
     crd = yaml.safe_load(CRD.read_text())
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     assert set(spec["properties"]["action"]["enum"]) == ours | set(FOREIGN_ACTIONS)
+
+
+
+def test_the_report_offers_each_action_by_its_kinds_own_predicate() -> None:
+    """offer_rules.py lists the actions with the predicates the kinds name, in the registry's
+    order (the report's `actions` order), so the report's actions need not load the registry."""
+    assert [(action, kind.offered) for action, kind in OPERATIONS.items()] == list(OFFERS)
 
 
 # ---- the toy operation: what adding one takes (tests/tick/test_toy_operation.py runs it) -----

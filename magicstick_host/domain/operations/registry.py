@@ -1,9 +1,11 @@
 """The one list of actions: which operations this worker runs, and which it turns away.
 
-Intake (domain/intake.py), the report's `actions` (domain/offers.py), the tick's cluster reads
-(magicstick_host/cluster_reads.py), the phase dispatch (operations/decide.py), the effects a
-step may run and the state loader (domain/state_codec.py) all look actions up here; no other
-module spells an action name. The order is the report's `actions` order.
+Intake (domain/intake.py), the tick's cluster reads (magicstick_host/cluster_reads.py), the
+phase dispatch (operations/decide.py), the effects a step may run and the state loader
+(domain/state_codec.py) all look actions up here; no other module spells an action name but
+offer_rules.py, which lists them with the kinds' `offered` predicates for the report's `actions`
+(domain/offers.py), so that `inspect` loads no operation; tests/domain/test_operation_registry.py
+holds the two lists to each other. The order is the report's `actions` order.
 """
 
 from __future__ import annotations
