@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -146,9 +147,20 @@ def test_the_registry_the_report_schema_and_the_crd_agree_on_the_actions() -> No
 
 
 def test_the_report_offers_each_action_by_its_kinds_own_predicate() -> None:
-    """offer_rules.py lists the actions with the predicates the kinds name, in the registry's
-    order (the report's `actions` order), so the report's actions need not load the registry."""
-    assert [(action, kind.offered) for action, kind in OPERATIONS.items()] == list(OFFERS)
+    """offer_rules.py lists the actions with the predicates the kinds name, so inspect's
+    actions need not load the registry."""
+    assert dict(OFFERS) == {action: kind.offered for action, kind in OPERATIONS.items()}
+
+
+@pytest.mark.real_commands  # a fresh interpreter: other tests re-register actions (toy)
+def test_offer_rules_lists_the_actions_in_the_registrys_order() -> None:
+    """The report's `actions` order, the same from inspect and from the tick."""
+    probe = ("from magicstick_host.domain.operations import registry\n"
+             "from magicstick_host.domain.operations.offer_rules import OFFERS\n"
+             "assert registry.offers() == list(OFFERS), (registry.offers(), OFFERS)\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
 
 
 # ---- the toy operation: what adding one takes (tests/tick/test_toy_operation.py runs it) -----
