@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from magicstick_host.tick_result import TickResult
 
 SIM_MARKER = ".magicstick-sim/host.json"
-_DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# a Node name; compiled (and cached by re) the first time a tick names its Node, not by inspect
+_DNS1123 = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
 class NoCommandsRunner:
@@ -192,7 +193,7 @@ def default_node_name() -> str:
     from magicstick_host.errors import BadInputError
 
     name = socket.gethostname().split(".")[0].lower()
-    if not _DNS1123.match(name):
+    if not re.match(_DNS1123, name):
         raise BadInputError(
             f"the short host name {name!r} is not a DNS-1123 name; pass --node-name"
         )
@@ -218,7 +219,7 @@ def node_name_of(option: str | None) -> str:
             f"--node-name is {len(option)} characters long; a Node name has at most "
             f"{MAX_NODE_NAME}"
         )
-    if not _DNS1123.match(option):
+    if not re.match(_DNS1123, option):
         raise BadInputError(f"--node-name {option[:64]!r} is not a DNS-1123 name")
     return option
 

@@ -22,6 +22,7 @@ from magicstick_host.domain.cluster import ClusterView
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.offers import available_actions
+from magicstick_host.domain.operations import registry
 from magicstick_host.domain.operations.lifecycle import status_digest, status_of
 from magicstick_host.domain.report import (
     REPORT_ANNOTATION,
@@ -169,7 +170,9 @@ def publish_report(state: State, p: Publishing, *, save: bool = True) -> State:
     active = state.operation is not None and not state.operation.terminal
     # this tick's inspection, with the actions as they stand after the tick's own step
     inspection = dict(p.inspection)
-    inspection["actions"] = available_actions(ev, p.capabilities, operation_active=active)
+    # the registry's actions (a test may register one: tests/tick/test_toy_operation.py)
+    inspection["actions"] = available_actions(ev, p.capabilities, operation_active=active,
+                                              offers=registry.offers())
     inspection.setdefault("modelCache", p.capabilities.get("modelCache"))
     report = build_report(
         inspection, node_uid=p.cluster.node_uid, state=state, observed_at=p.now.wall

@@ -7,13 +7,17 @@ import json
 import sys
 
 from magicstick_host import app
-from magicstick_host.cli.render import render_inspection
 from magicstick_host.errors import ExitCode
 
 
 def run_inspect_command(root: str, profiles_dir: str | None, as_json: bool) -> int:
     doc = app.inspect_host(root, profiles_dir)
-    text = json.dumps(doc, indent=2, sort_keys=True) if as_json else render_inspection(doc)
+    if as_json:
+        text = json.dumps(doc, indent=2, sort_keys=True)
+    else:  # the text view's module only for it
+        from magicstick_host.cli.render import render_inspection
+
+        text = render_inspection(doc)
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
     return int(ExitCode.OK)

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from magicstick_host.cli.journal import say
 from magicstick_host.cli.tick_fast import fast_arguments
 from magicstick_host.errors import ExitCode, MagicstickError
-from magicstick_host.tick_result import TickResult
 
 if TYPE_CHECKING:
     from typing import Any, NoReturn
@@ -98,9 +97,17 @@ def _exit_code(run: Callable[[], Any]) -> int:
             "(set MAGICSTICK_HOST_DEBUG=1 for the traceback)",
         )
         return int(ExitCode.INTERNAL)
+    if isinstance(result, int):
+        return int(result)
+    if result is None:
+        return 0
+    # a tick's result is imported only when a tick ran: tick_result.py brings the log lines
+    # and the state records, which inspect does not use (issue 26)
+    from magicstick_host.tick_result import TickResult
+
     if isinstance(result, TickResult):  # a tick that ran: the most severe problem it met
         return int(result.exit_code)
-    return int(result) if isinstance(result, int) else 0
+    return 0
 
 
 @cache

@@ -3,13 +3,15 @@
 - every phase an operation can enter has a decision (read from the phases its modules name),
   and a phase without one stops the operation instead of waiting forever;
 - every step an operation runs has an effect;
-- the registry, the report schema and the CRD agree on the actions.
+- the registry, the report schema and the CRD agree on the actions, and offer_rules.py lists
+  them with the kinds' own predicates.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +27,7 @@ from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import DEFAULT_LIMITS
 from magicstick_host.domain.operations.decide import decide
 from magicstick_host.domain.operations.kind import OperationKind
+from magicstick_host.domain.operations.offer_rules import OFFERS
 from magicstick_host.domain.operations.registry import (
     FOREIGN_ACTIONS,
     NOT_YET_ACTIONS,
@@ -147,6 +150,24 @@ def test_the_registry_the_report_schema_and_the_crd_agree_on_the_actions() -> No
     crd = yaml.safe_load(CRD.read_text())
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     assert set(spec["properties"]["action"]["enum"]) == ours | set(FOREIGN_ACTIONS)
+
+
+
+def test_the_report_offers_each_action_by_its_kinds_own_predicate() -> None:
+    """offer_rules.py lists the actions with the predicates the kinds name, so inspect's
+    actions need not load the registry."""
+    assert dict(OFFERS) == {action: kind.offered for action, kind in OPERATIONS.items()}
+
+
+@pytest.mark.real_commands  # a fresh interpreter: other tests re-register actions (toy)
+def test_offer_rules_lists_the_actions_in_the_registrys_order() -> None:
+    """The report's `actions` order, the same from inspect and from the tick."""
+    probe = ("from magicstick_host.domain.operations import registry\n"
+             "from magicstick_host.domain.operations.offer_rules import OFFERS\n"
+             "assert registry.offers() == list(OFFERS), (registry.offers(), OFFERS)\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
 
 
 # ---- the toy operation: what adding one takes (tests/tick/test_toy_operation.py runs it) -----

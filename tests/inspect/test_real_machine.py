@@ -61,12 +61,25 @@ def test_inspect_runs_unprivileged_and_unreadable_files_are_unknown(tmp_path: Pa
     assert doc["plan"]["state"] == "blocked"
 
 
+# the worker's machinery that inspect does not run (issue 26): the tick and its result, the
+# operations (the report's actions come from operations/offer_rules.py, not the registry),
+# intake, the state and its records, Kubernetes, publishing, effects, network trials
+MACHINERY = ("magicstick_host.tick", "magicstick_host.tick_result", "magicstick_host.publish",
+             "magicstick_host.cluster_reads", "magicstick_host.converge",
+             "magicstick_host.domain.operations.registry", "magicstick_host.domain.operations.kind",
+             "magicstick_host.domain.operations.decide", "magicstick_host.domain.request",
+             "magicstick_host.domain.intake", "magicstick_host.domain.state",
+             "magicstick_host.domain.log_lines", "magicstick_host.domain.decisions",
+             "magicstick_host.ports.kube", "magicstick_host.ports.state_store",
+             "magicstick_host.effects", "magicstick_host.network")
+
+
 # what the console's inspect of this machine must not pay for (issue 15): it makes no TLS
 # connection, reads no YAML and no network address, validates no shipped data, imports no
 # command by name, and its paths are strings (typing, hashlib and hmac it may: issue 26)
 INSPECT_NEVER_LOADS = ("pathlib", "urllib", "ssl", "yaml",
                        "ipaddress", "importlib", "kubernetes", "jsonschema",
-                       "click", "dataclasses", "magicstick_host.sim")
+                       "click", "dataclasses", "magicstick_host.sim", *MACHINERY)
 INSPECT_PROBE = """
 import io, json, sys
 before = set(sys.modules)
@@ -91,4 +104,34 @@ def test_inspect_of_this_machine_loads_nothing_it_does_not_use() -> None:
     assert "magicstick_host.collect.packages" in doc["modules"]  # it did the work
     loaded = [m for m in doc["modules"]
               if any(m == bad or m.startswith(bad + ".") for bad in INSPECT_NEVER_LOADS)]
+    assert loaded == []
+
+
+SIM_PROBE = """
+import io, json, sys
+sys.path.insert(0, sys.argv[1])
+from magicstick_host.cli.main import main
+sys.stdout = io.StringIO()
+code = main(["inspect", "--json", "--root", sys.argv[2]])
+sys.stdout = sys.__stdout__
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+@pytest.mark.real_commands  # a fresh interpreter, to see what it imports
+def test_inspect_of_a_simulated_host_loads_none_of_the_workers_machinery(tmp_path: Path) -> None:
+    """The simulator it needs (a simulated root's commands), but not the tick or the operations."""
+    from magicstick_host.sim.writer import create_host
+
+    create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "host")
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", SIM_PROBE, str(repo),
+                           str(tmp_path / "host")],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert doc["code"] == 0
+    assert "magicstick_host.sim.runner" in doc["modules"]  # it asked the simulated host
+    loaded = [m for m in doc["modules"]
+              if any(m == bad or m.startswith(bad + ".") for bad in MACHINERY)]
     assert loaded == []

@@ -51,6 +51,7 @@ from magicstick_host.domain.network.trial import (
     success_problems,
 )
 from magicstick_host.domain.operations import network_common as common
+from magicstick_host.domain.operations import offer_rules
 from magicstick_host.domain.operations.kind import LegacyRules, OperationKind
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
@@ -213,7 +214,7 @@ CONFIGURE_NETWORK = OperationKind(
     action=CONFIGURE,
     request_fields=common.REQUEST_FIELDS,
     check_request=common.checker(CONFIGURE),
-    offered=common.offered_configure,
+    offered=offer_rules.configure_network,
     reads=(),
     data=common.NetworkData,
     start=common.start,

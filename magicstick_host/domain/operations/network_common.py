@@ -21,7 +21,6 @@ from magicstick_host.domain.decisions import (
     Situation,
     Wait,
 )
-from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.network.capability import NetworkInventory
 from magicstick_host.domain.network.operation import CONFIRMATION_ANNOTATION, spec_problem
@@ -176,18 +175,6 @@ def classify_reading(op: Operation, now: Situation, *, then: Phase,
             "changed on the host. Create a new request if it is still wanted.",
             outcome="uncertain",
         ),
-    )
-
-
-def offered_configure(ev: Evidence, capabilities: Mapping[str, Any]) -> bool:
-    return network_of(capabilities).get("supported") is True
-
-
-def offered_scan(ev: Evidence, capabilities: Mapping[str, Any]) -> bool:
-    network = network_of(capabilities)
-    return any(
-        isinstance(i, dict) and i.get("scanSupported") is True
-        for i in network.get("interfaces") or ()
     )
 
 

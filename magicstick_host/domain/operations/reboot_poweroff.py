@@ -7,12 +7,11 @@ else's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from magicstick_host.domain.decisions import ClassifiedStep, Decision, SetPhase, Situation, Wait
-from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
+from magicstick_host.domain.operations import offer_rules
 from magicstick_host.domain.operations.kind import LegacyRules, OperationKind, no_data
 from magicstick_host.domain.operations.shutdown_steps import (
     SCHEDULE_SHUTDOWN,
@@ -38,10 +37,6 @@ def check_request(spec: dict[str, Any], host: HostFacts, limits: Limits) -> str 
     if spec["allowExperimental"] or spec["experimentMode"]:
         return f"A {action} request must not set the experimental flags."
     return None
-
-
-def always_offered(ev: Evidence, capabilities: Mapping[str, Any]) -> bool:
-    return True
 
 
 def _power_kind(action: str, mode: ShutdownMode, scheduled: Phase) -> OperationKind:
@@ -73,7 +68,7 @@ def _power_kind(action: str, mode: ShutdownMode, scheduled: Phase) -> OperationK
         action=action,
         request_fields=frozenset(),
         check_request=check_request,
-        offered=always_offered,
+        offered=offer_rules.always,
         reads=(),
         data=NoData,
         start=no_data,

@@ -1,12 +1,17 @@
 """The one list of actions: which operations this worker runs, and which it turns away.
 
-Intake (domain/intake.py), the report's `actions` (domain/offers.py), the tick's cluster reads
-(magicstick_host/cluster_reads.py), the phase dispatch (operations/decide.py), the effects a
-step may run and the state loader (domain/state_codec.py) all look actions up here; no other
-module spells an action name. The order is the report's `actions` order.
+Intake (domain/intake.py), the tick's cluster reads (magicstick_host/cluster_reads.py), the
+phase dispatch (operations/decide.py), the effects a step may run, the state loader
+(domain/state_codec.py) and the published report's `actions` (`offers`) all look actions up
+here. No other module spells an action name but offer_rules.py, which lists them with the
+kinds' `offered` predicates for inspect's `actions` (domain/offers.py), so that `inspect`
+loads no operation; tests/domain/test_operation_registry.py holds the two lists to each other.
+The order is the report's `actions` order.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from magicstick_host.domain.operations.clear_model_cache import CLEAR_MODEL_CACHE
 from magicstick_host.domain.operations.configure_gpu_memory import CONFIGURE_GPU_MEMORY
@@ -16,6 +21,9 @@ from magicstick_host.domain.operations.prepare_gpu import PREPARE_GPU
 from magicstick_host.domain.operations.reboot_poweroff import POWEROFF, REBOOT
 from magicstick_host.domain.operations.scan_wifi import SCAN_WIFI
 from magicstick_host.domain.records import NoData
+
+if TYPE_CHECKING:
+    from magicstick_host.domain.operations.offer_rules import Offered
 
 OPERATIONS: dict[str, OperationKind] = {
     kind.action: kind
@@ -32,6 +40,12 @@ FOREIGN_ACTIONS = (
     "check-software-channel",
     "apply-software-channel",
 )
+
+
+def offers() -> list[tuple[str, Offered]]:
+    """Each registered action with its kind's `offered`, in the report's order (the published
+    report's `actions`: domain/offers.py)."""
+    return [(action, kind.offered) for action, kind in OPERATIONS.items()]
 
 
 def kind_of(action: str) -> OperationKind | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from magicstick_host.domain.decisions import ClassifiedStep, Decision, RunStep, SetPhase, Situation
 from magicstick_host.domain.network.operation import SCAN
 from magicstick_host.domain.operations import network_common as common
+from magicstick_host.domain.operations import offer_rules
 from magicstick_host.domain.operations.kind import LegacyRules, OperationKind
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
@@ -58,7 +59,7 @@ SCAN_WIFI = OperationKind(
     action=SCAN,
     request_fields=common.REQUEST_FIELDS,
     check_request=common.checker(SCAN),
-    offered=common.offered_scan,
+    offered=offer_rules.scan_wifi,
     reads=(),
     data=common.NetworkData,
     start=common.start,

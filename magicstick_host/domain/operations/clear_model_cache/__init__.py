@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from magicstick_host.domain.decisions import ClassifiedStep, Situation, Wait
+from magicstick_host.domain.operations import offer_rules
 from magicstick_host.domain.operations.clear_model_cache import data, request
 from magicstick_host.domain.operations.clear_model_cache.declared import DELETE_STEP, SWEEP_STEP
 from magicstick_host.domain.operations.kind import (
@@ -44,7 +45,7 @@ CLEAR_MODEL_CACHE = OperationKind(
     action="clear-model-cache",
     request_fields=request.REQUEST_FIELDS,
     check_request=request.check_request,
-    offered=request.offered,
+    offered=offer_rules.clear_model_cache,
     # its cluster objects are lists (ModelActivations, KubeAI Models, Pods), read with the
     # caches themselves: magicstick_host/model_cache_reads.py
     reads=(),

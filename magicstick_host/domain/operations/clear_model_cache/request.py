@@ -7,14 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
 from magicstick_host.domain.model_cache.capability import (
     MODEL_CACHE_FACTS,
     ModelCacheFacts,
     clear_request_problem,
 )
-from magicstick_host.domain.model_cache.capability import offered as section_offered
 from magicstick_host.domain.request import HostFacts, plan_id_problem
 
 if TYPE_CHECKING:
@@ -37,8 +35,3 @@ def check_request(spec: dict[str, Any], host: HostFacts, limits: Limits) -> str 
         return ("The model caches could not be checked on this host just now; nothing was "
                 "deleted. Try again.")
     return clear_request_problem(spec, facts.section, facts.blockers)
-
-
-def offered(ev: Evidence, capabilities: Mapping[str, Any]) -> bool:
-    """Supported, not blocked and not empty (the report's own `modelCache`)."""
-    return section_offered(capabilities.get("modelCache") or {})

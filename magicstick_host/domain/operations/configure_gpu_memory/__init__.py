@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from magicstick_host.domain.decisions import ClassifiedStep, Situation, Wait
+from magicstick_host.domain.operations import offer_rules
 from magicstick_host.domain.operations.configure_gpu_memory import data, request
 from magicstick_host.domain.operations.configure_gpu_memory.declared import (
     WRITE_CARVEOUT,
@@ -61,7 +62,7 @@ CONFIGURE_GPU_MEMORY = OperationKind(
     action="configure-gpu-memory",
     request_fields=request.REQUEST_FIELDS,
     check_request=request.check_request,
-    offered=request.offered,
+    offered=offer_rules.configure_gpu_memory,
     reads=(),
     data=data.MemoryData,
     start=data.start,

@@ -3,10 +3,8 @@ computes now (operations.md, "configure-gpu-memory", selection rules)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.gpu_memory.capability import (
     GPU_MEMORY_CAPABILITY,
     GpuMemoryCapability,
@@ -19,10 +17,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 REQUEST_FIELDS = frozenset({"gpuMemory"})
-
-
-def offered(ev: Evidence, capabilities: Mapping[str, Any]) -> bool:
-    return (capabilities.get("gpuMemory") or {}).get("supported") is True
 
 
 def check_request(spec: dict[str, Any], host: HostFacts, limits: Limits) -> str | None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from magicstick_host.domain.decisions import ClassifiedStep, Situation, Wait
+from magicstick_host.domain.operations import offer_rules
 from magicstick_host.domain.operations.kind import (
     LegacyRules,
     OperationKind,
@@ -66,7 +67,7 @@ PREPARE_GPU = OperationKind(
     action="prepare-gpu",
     request_fields=frozenset(),
     check_request=request.check_request,
-    offered=request.offered,
+    offered=offer_rules.prepare_gpu,
     reads=(MODULE_ACTIVATION, APPLIANCE),
     data=data.PrepareData,
     start=data.start,

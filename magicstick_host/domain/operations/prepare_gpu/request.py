@@ -3,23 +3,14 @@ one this host computes now, in an offered state (operations.md, "Plan rules").""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.limits import Limits
+from magicstick_host.domain.operations.offer_rules import OFFERED_PLAN_STATES
 from magicstick_host.domain.request import HostFacts, plan_id_problem
 
 if TYPE_CHECKING:
     from typing import Any
-
-OFFERED_PLAN_STATES = ("available", "ready")
-
-
-def offered(ev: Evidence, capabilities: Mapping[str, Any]) -> bool:
-    plan = capabilities.get("plan") or {}
-    return plan.get("state") in OFFERED_PLAN_STATES or "experiment" in plan
-
 
 def check_request(spec: dict[str, Any], host: HostFacts, limits: Limits) -> str | None:
     """The dashboard offers a plan or its experiment only in an offered state, sends the id it
