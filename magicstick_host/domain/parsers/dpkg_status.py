@@ -193,6 +193,7 @@ def parse_dpkg_status(text: str) -> tuple[DpkgStanza, ...]:
     stanzas: list[DpkgStanza] = []
     fields: dict[str, str] = {}
     last: str | None = None
+    usual: dict[str, str] = {}  # a usual field name as written -> its name in lower case
     lines = text.split("\n")[:-1] if text else []
     for lineno, line in enumerate(lines, start=1):
         if not line:
@@ -208,12 +209,15 @@ def parse_dpkg_status(text: str) -> tuple[DpkgStanza, ...]:
             if last in _READ:
                 fields[last] = f"{fields[last]}\n{line}".rstrip(_SPACE)
             continue
-        # _field_name's usual case inline (~10,000 field lines): an ASCII name and a colon
-        name, colon, value = line.partition(":")
-        if colon and name.isascii() and name.replace("-", "").isalnum() and name[0] != "-":
-            name = name.lower()
-        else:
-            name, value = _field_name(line, lineno)
+        # _field_name's usual case inline (~10,000 field lines): an ASCII name and a colon,
+        # checked once per distinct name (a few dozen) and then looked up
+        raw, colon, value = line.partition(":")
+        name = usual.get(raw) if colon else None
+        if name is None:
+            if colon and raw.isascii() and raw.replace("-", "").isalnum() and raw[0] != "-":
+                name = usual[raw] = raw.lower()
+            else:
+                name, value = _field_name(line, lineno)
         if name in fields:
             raise ParseError(f"line {lineno}: duplicate field {shorten(name)}")
         # only the fields a stanza is read by keep their value (_stanza reads no other)
