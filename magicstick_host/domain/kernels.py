@@ -9,14 +9,15 @@ MIN_UPSTREAM = (6, 18, 4)
 # Ubuntu's OEM 6.14 kernels got the fixes backported from this ABI number on
 OEM_614_MIN_ABI = 1018
 
-_NUMBERS = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:$|[-+~_.])")
-_OEM_614 = re.compile(r"^6\.14\.0-(\d+)-oem$")
-_UBUNTU = re.compile(r"^(\d+)\.(\d+)\.(\d+)-(\d+)-([a-z0-9]+(?:-[a-z0-9]+)*)$")
+# as text, compiled (by re's cache) when a kernel release is first compared: not at import
+_NUMBERS = r"^(\d+)\.(\d+)(?:\.(\d+))?(?:$|[-+~_.])"
+_OEM_614 = r"^6\.14\.0-(\d+)-oem$"
+_UBUNTU = r"^(\d+)\.(\d+)\.(\d+)-(\d+)-([a-z0-9]+(?:-[a-z0-9]+)*)$"
 
 
 def kernel_numbers(release: str) -> tuple[int, int, int] | None:
     """(major, minor, patch) from a `uname -r` string; None when it does not start that way."""
-    match = _NUMBERS.match(release)
+    match = re.match(_NUMBERS, release)
     if match is None:
         return None
     return int(match[1]), int(match[2]), int(match[3] or 0)
@@ -30,7 +31,7 @@ def kernel_order_key(release: str) -> tuple[int, int, int, int] | None:
     numbers = kernel_numbers(release)
     if numbers is None:
         return None
-    ubuntu = _UBUNTU.match(release)
+    ubuntu = re.match(_UBUNTU, release)
     abi = int(ubuntu[4]) if ubuntu else 0
     return (*numbers, abi)
 
@@ -40,7 +41,7 @@ def is_suitable_kernel(release: str | None, profile_target: str | None) -> bool:
         return False
     if profile_target is not None and release == profile_target:
         return True
-    oem = _OEM_614.match(release)
+    oem = re.match(_OEM_614, release)
     if oem is not None:
         return int(oem[1]) >= OEM_614_MIN_ABI
     numbers = kernel_numbers(release)

@@ -75,7 +75,8 @@ class Profile:
         )
 
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+# compiled (by re's cache) when an error message is first written, not at import
+_PLAIN_KEY = r"^[A-Za-z_][A-Za-z0-9_-]*$"
 
 
 def json_path(parts: Sequence[str | int]) -> str:
@@ -84,7 +85,7 @@ def json_path(parts: Sequence[str | int]) -> str:
     for part in parts:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif _PLAIN_KEY.match(part):
+        elif re.match(_PLAIN_KEY, part):
             out += f".{part}"
         else:
             out += f'["{part}"]'

@@ -9,14 +9,16 @@ from magicstick_host.domain.parsers.common import ParseError, shorten, single_li
 _BOOT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _RELEASE = re.compile(r"[0-9][0-9A-Za-z._+~-]{0,127}")
 _ARCH = re.compile(r"[a-z0-9_]{1,32}")
-_NVIDIA_VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+)?")
-_NVRM_VERSION = re.compile(r"(?<![0-9A-Za-z_.])([0-9]+\.[0-9]+(?:\.[0-9]+)?)(?![0-9A-Za-z_.])")
+# the NVIDIA ones as text, compiled (by re's cache) when an NVIDIA host is read: inspect on
+# any other host does not spend the compile on them
+_NVIDIA_VERSION = r"[0-9]+\.[0-9]+(?:\.[0-9]+)?"
+_NVRM_VERSION = r"(?<![0-9A-Za-z_.])([0-9]+\.[0-9]+(?:\.[0-9]+)?)(?![0-9A-Za-z_.])"
 _MODEL_NAME = re.compile(r"model name\s*:\s*(.*)")
 
 
-def _matching(text: str, pattern: re.Pattern[str], what: str) -> str:
+def _matching(text: str, pattern: re.Pattern[str] | str, what: str) -> str:
     body = single_line(text, what)
-    if not pattern.fullmatch(body):
+    if not re.fullmatch(pattern, body):
         raise ParseError(f"{what}: unexpected value {shorten(body)!r}")
     return body
 
@@ -44,7 +46,7 @@ def parse_nvrm_version(text: str) -> str:
     """/proc/driver/nvidia/version: the version on the `NVRM version:` line."""
     for line in split_lines(text):
         if line.startswith("NVRM version:"):
-            match = _NVRM_VERSION.search(line)
+            match = re.search(_NVRM_VERSION, line)
             if match is None:
                 raise ParseError("NVRM version: no version number")
             return match.group(1)

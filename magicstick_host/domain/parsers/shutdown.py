@@ -8,7 +8,8 @@ import re
 from magicstick_host.domain.evidence import ScheduledShutdown
 from magicstick_host.domain.parsers.common import ParseError, parse_uint, shorten, split_lines
 
-_LINE = re.compile(r"([A-Z_]+)=(.*)")
+# compiled (by re's cache) only while a shutdown is pending: inspect reads no such file else
+_LINE = r"([A-Z_]+)=(.*)"
 
 
 def parse_scheduled_shutdown(text: str) -> ScheduledShutdown:
@@ -16,7 +17,7 @@ def parse_scheduled_shutdown(text: str) -> ScheduledShutdown:
     (WARN_WALL, UID, TTY, WALL_MESSAGE) are accepted and ignored."""
     values: dict[str, str] = {}
     for lineno, line in enumerate(split_lines(text), start=1):
-        match = _LINE.fullmatch(line)
+        match = re.fullmatch(_LINE, line)
         if match is None:
             raise ParseError(f"line {lineno}: not KEY=value: {shorten(line)!r}")
         values[match.group(1)] = match.group(2)
