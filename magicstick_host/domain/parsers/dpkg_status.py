@@ -93,52 +93,59 @@ class Unsettled:
         return f"apt-get install --reinstall {self.package}"
 
 
-def _status(value: str, where: str) -> tuple[str, str, str]:
+def _status(value: str, lineno: int, package: str) -> tuple[str, str, str]:
     words = value.lower().split()
     if len(words) != 3:
-        raise ParseError(f"{where}: Status {shorten(value)!r} is not three words")
+        raise ParseError(f"{_at(lineno, package)}: Status {shorten(value)!r} is not three words")
     want, flag, state = words
     if want not in WANTS or flag not in FLAGS or state not in STATES:
-        raise ParseError(f"{where}: Status {shorten(value)!r} has a word dpkg does not know")
+        raise ParseError(
+            f"{_at(lineno, package)}: Status {shorten(value)!r} has a word dpkg does not know")
     return want, flag, state
 
 
+def _at(lineno: int, package: str) -> str:
+    """The stanza an error names (written only for an error: ~700 stanzas have none)."""
+    return f"stanza ending at line {lineno} ({shorten(package)})"
+
+
 def _stanza(fields: dict[str, str], lineno: int) -> DpkgStanza:
-    where = f"stanza ending at line {lineno}"
     package = fields.get("package", "").lower()
     if not package:
-        raise ParseError(f"{where}: no Package field")
-    where = f"{where} ({shorten(package)})"
+        raise ParseError(f"stanza ending at line {lineno}: no Package field")
     status = fields.get("status")
     want, flag, state = ("unknown", "ok", "not-installed") if status is None else (
-        _status(status, where))
+        _status(status, lineno, package))
     version = fields.get("version")
     if version is not None and dpkg_refuses_version(version):
-        raise ParseError(f"{where}: Version {shorten(version)!r} is refused by dpkg")
+        raise ParseError(f"{_at(lineno, package)}: Version {shorten(version)!r} is refused by dpkg")
     if version is None and state not in ("not-installed", "half-installed"):
-        raise ParseError(f"{where}: {state} package has no Version")
+        raise ParseError(f"{_at(lineno, package)}: {state} package has no Version")
     multi_arch = fields.get("multi-arch", "no").lower()
     if multi_arch not in MULTI_ARCH:
-        raise ParseError(f"{where}: Multi-Arch {shorten(multi_arch)!r} is not a dpkg value")
+        raise ParseError(
+            f"{_at(lineno, package)}: Multi-Arch {shorten(multi_arch)!r} is not a dpkg value")
     architecture = fields.get("architecture")
     if multi_arch == "same" and architecture in ("all", "", None):
-        raise ParseError(f"{where}: Multi-Arch: same without a machine architecture")
+        raise ParseError(f"{_at(lineno, package)}: Multi-Arch: same without a machine architecture")
     # dpkg's consistency checks of a status stanza (pkg_parse_verify)
     order = STATES.index(state)
     if fields.get("config-version") is not None and state in (
             "installed", "triggers-pending", "not-installed"):
-        raise ParseError(f"{where}: Config-Version on an {state} package")
-    awaited = bool(fields.get("triggers-awaited", "").split())
-    pending = bool(fields.get("triggers-pending", "").split())
+        raise ParseError(f"{_at(lineno, package)}: Config-Version on an {state} package")
+    # a trigger field is rare: split only when there is one
+    awaited_text, pending_text = fields.get("triggers-awaited"), fields.get("triggers-pending")
+    awaited = bool(awaited_text and awaited_text.split())
+    pending = bool(pending_text and pending_text.split())
     if awaited and not STATES.index("half-installed") <= order <= STATES.index(
             "triggers-awaited"):
-        raise ParseError(f"{where}: {state} package awaits triggers")
+        raise ParseError(f"{_at(lineno, package)}: {state} package awaits triggers")
     if state == "triggers-awaited" and not awaited:
-        raise ParseError(f"{where}: triggers-awaited package awaits no trigger")
+        raise ParseError(f"{_at(lineno, package)}: triggers-awaited package awaits no trigger")
     if pending and state not in ("triggers-pending", "triggers-awaited"):
-        raise ParseError(f"{where}: {state} package has triggers pending")
+        raise ParseError(f"{_at(lineno, package)}: {state} package has triggers pending")
     if state == "triggers-pending" and not pending:
-        raise ParseError(f"{where}: triggers-pending package has no trigger pending")
+        raise ParseError(f"{_at(lineno, package)}: triggers-pending package has no trigger pending")
     return DpkgStanza(
         package=package, status=status, version=version, architecture=architecture,
         want=want, flag=flag, state=state, multi_arch=multi_arch,
