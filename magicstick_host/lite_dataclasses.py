@@ -307,22 +307,7 @@ def _process(cls: type[_T], frozen: bool) -> type[_T]:
     post_init = getattr(cls, "__post_init__", None) is not None
     qualname = cls.__qualname__
 
-    count = len(names)
-
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        # every field given by name, or every field by position: no default to look up (the
-        # common call; the dpkg status parse makes ~700 instances)
-        if not args:
-            if len(kwargs) == count and known.issuperset(kwargs):
-                self.__dict__.update({name: kwargs[name] for name in names})
-                if post_init:
-                    self.__post_init__()
-                return
-        elif len(args) == count and not kwargs:
-            self.__dict__.update(zip(names, args, strict=True))
-            if post_init:
-                self.__post_init__()
-            return
         if len(args) > len(specs):
             raise TypeError(f"{qualname}.__init__() takes {len(specs) + 1} positional "
                             f"arguments but {len(args) + 1} were given")

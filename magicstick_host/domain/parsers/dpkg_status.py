@@ -146,10 +146,8 @@ def _stanza(fields: dict[str, str], lineno: int) -> DpkgStanza:
         raise ParseError(f"{_at(lineno, package)}: {state} package has triggers pending")
     if state == "triggers-pending" and not pending:
         raise ParseError(f"{_at(lineno, package)}: triggers-pending package has no trigger pending")
-    return DpkgStanza(
-        package=package, status=status, version=version, architecture=architecture,
-        want=want, flag=flag, state=state, multi_arch=multi_arch,
-    )
+    # by position, in the fields' order: the decorator's quickest call (~700 stanzas)
+    return DpkgStanza(package, status, version, architecture, want, flag, state, multi_arch)
 
 
 def _field_name(line: str, lineno: int) -> tuple[str, str]:
