@@ -401,6 +401,18 @@ def netplan_file(draw: st.DrawFn) -> str:
 
 COUNTS: dict[str, int] = {}
 
+# found by the generated files: netplan get prints the metric netplan keeps as unset as null,
+# and the trial wrote that null back, which netplan generate refused for the other interface
+UNSET_METRIC_ON_ANOTHER_INTERFACE = json.dumps({"network": {"version": 2, "ethernets": {
+    "enp1s0": {}, "enp2s0": {"dhcp4": True, "dhcp6": True,
+                             "dhcp4-overrides": {"route-metric": "4294967295"}}}}}) + "\n"
+
+
+def test_a_metric_netplan_keeps_unset_stays_unset_in_the_trial_file(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    assert check(tmp_path_factory.mktemp("np"),
+                 {"50-generated.yaml": UNSET_METRIC_ON_ANOTHER_INTERFACE}) == "compared"
+
 
 @settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

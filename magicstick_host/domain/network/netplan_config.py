@@ -41,7 +41,7 @@ def managed_network(
     """The `network:` mapping of the managed file."""
     if settings.interface != view.name or settings.kind != view.kind:
         raise ValueError("the settings are for another interface")
-    network = copy.deepcopy(effective)
+    network: dict[str, Any] = without_nulls(effective)
     network.setdefault("version", 2)
     section, netplan_id = entry_location(view)
     items = network.get(section)
@@ -120,6 +120,18 @@ def _set_or_drop(holder: dict[str, Any], key: str, value: Any) -> None:
         holder[key] = value
     else:
         holder.pop(key, None)
+
+
+def without_nulls(value: Any) -> Any:
+    """A copy without the keys whose value is null. `netplan get` prints a value netplan keeps
+    as "unset" (a route metric of 4294967295) as null, and `netplan generate` reads a null
+    back as another value (a DHCPv4 metric then differs from an absent DHCPv6 one, which it
+    refuses); an absent key is unset to both."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return copy.deepcopy(value)
 
 
 def managed_document(network: dict[str, Any]) -> dict[str, Any]:
