@@ -7,6 +7,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from magicstick_host.app_roots import NoCommandsRunner, SimQueryRunner
+from magicstick_host.app_roots import is_sim_root as is_sim_root
+from magicstick_host.app_roots import simulator as simulator
 from magicstick_host.collect import collect_evidence
 from magicstick_host.domain.evidence import Evidence
 from magicstick_host.domain.inspection import build_inspection
@@ -15,7 +18,7 @@ from magicstick_host.domain.profiles import Profile
 from magicstick_host.ports.clock import Clock, RealClock
 from magicstick_host.ports.command_memo import CommandMemo, MemoFactory
 from magicstick_host.ports.hostfs import RootedHostFS
-from magicstick_host.ports.runner import NOT_FOUND, CommandResult, CommandRunner, RealRunner
+from magicstick_host.ports.runner import CommandRunner, RealRunner
 from magicstick_host.profile_store import default_profiles_dir, load_profiles
 
 if TYPE_CHECKING:
@@ -30,72 +33,8 @@ if TYPE_CHECKING:
     from magicstick_host.tick import CrashHook, TickDeps
     from magicstick_host.tick_result import TickResult
 
-SIM_MARKER = ".magicstick-sim/host.json"
 # a Node name; compiled (and cached by re) the first time a tick names its Node, not by inspect
 _DNS1123 = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-
-
-class NoCommandsRunner:
-    """For a root that is neither this machine nor a simulated host: commands can't observe it."""
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        stdout_path: str | None = None,
-    ) -> CommandResult:
-        return CommandResult(tuple(argv), NOT_FOUND, "", "no commands run against a non-live root")
-
-
-def is_sim_root(root: str) -> bool:
-    return os.path.isfile(os.path.join(root, SIM_MARKER))
-
-
-class _Simulator:
-    """The host simulator's entry points (boot, runner, scenarios, writer), each module
-    imported when first used: it is for demos and tests, and the appliance install leaves it
-    out (then this is bad input, one line)."""
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            if name == "boot":
-                import magicstick_host.sim.boot as boot
-
-                return boot
-            elif name == "runner":
-                import magicstick_host.sim.runner as runner
-
-                return runner
-            elif name == "scenarios":
-                import magicstick_host.sim.scenarios as scenarios
-
-                return scenarios
-            elif name == "writer":
-                import magicstick_host.sim.writer as writer
-
-                return writer
-            elif name == "systemd":
-                import magicstick_host.sim.systemd as systemd
-
-                return systemd
-            elif name == "clock":
-                import magicstick_host.sim.clock as clock
-
-                return clock
-        except ImportError as exc:
-            from magicstick_host.errors import BadInputError
-
-            raise BadInputError(
-                f"the host simulator is not installed here ({exc.name}); simulated hosts are "
-                "for demos and tests, from a checkout"
-            ) from None
-        raise AttributeError(name)
-
-
-def simulator() -> Any:
-    return _Simulator()
 
 
 def query_runner(root: str) -> CommandRunner:
@@ -103,10 +42,7 @@ def query_runner(root: str) -> CommandRunner:
     if os.path.realpath(root) == "/":
         return RealRunner()
     if is_sim_root(root):
-        from pathlib import Path
-
-        runner: CommandRunner = simulator().runner.SimRunner(Path(root))
-        return runner
+        return SimQueryRunner(root)
     return NoCommandsRunner()
 
 

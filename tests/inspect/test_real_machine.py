@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from magicstick_host import schemas
+from magicstick_host.ports.runner import NOT_FOUND
 from tests.inspect.conftest import inspect_valid
 
 
@@ -120,7 +121,8 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 
 @pytest.mark.real_commands  # a fresh interpreter, to see what it imports
 def test_inspect_of_a_simulated_host_loads_none_of_the_workers_machinery(tmp_path: Path) -> None:
-    """The simulator it needs (a simulated root's commands), but not the tick or the operations."""
+    """Neither the tick nor the operations, and not the simulator either: inspect runs no
+    command, and the simulated root's runner is made at its first (app_roots.SimQueryRunner)."""
     from magicstick_host.sim.writer import create_host
 
     create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "host")
@@ -131,7 +133,18 @@ def test_inspect_of_a_simulated_host_loads_none_of_the_workers_machinery(tmp_pat
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout.strip().splitlines()[-1])
     assert doc["code"] == 0
-    assert "magicstick_host.sim.runner" in doc["modules"]  # it asked the simulated host
-    loaded = [m for m in doc["modules"]
-              if any(m == bad or m.startswith(bad + ".") for bad in MACHINERY)]
+    assert "magicstick_host.collect.packages" in doc["modules"]  # it did the work
+    loaded = [m for m in doc["modules"] if any(m == bad or m.startswith(bad + ".")
+                                               for bad in (*MACHINERY, "magicstick_host.sim",
+                                                           "pathlib"))]
     assert loaded == []
+
+
+def test_a_simulated_roots_query_runner_answers_from_the_simulated_host(tmp_path: Path) -> None:
+    from magicstick_host.app import query_runner
+    from magicstick_host.sim.writer import create_host
+
+    create_host("strix-halo-ubuntu-26.04-ready", tmp_path / "host")
+    runner = query_runner(str(tmp_path / "host"))
+    assert runner.run(["uname", "-m"], timeout=5).stdout.strip() == "x86_64"
+    assert runner.run(["no-such-tool"], timeout=5).returncode == NOT_FOUND
