@@ -197,6 +197,21 @@ def development(work: Path, tick: list[str], env: dict[str, str], floor_args: li
     report(f"idle tick, development venv (Python {sys.version.split()[0]})", samples, floor)
 
 
+def development_inspect(root: Path) -> None:
+    """inspect as `make bench` measured it until 2 December, when issue 26 set its 3x: the
+    development venv's console script, next to a bare start of the venv's Python, both with
+    the venv's site hook (the editable install's finder). For comparison only: the rows above,
+    the install's command under the install's interpreter, are the product's measure."""
+    script = Path(sys.executable).with_name("magicstick-host")
+    if not script.exists():
+        print(f"inspect, development venv: no {script}, not measured")
+        return
+    floor, samples = paired(lambda: timed([sys.executable, "-c", "pass"]),
+                            lambda: timed([str(script), "inspect", "--json", "--root",
+                                           str(root)]))
+    report("inspect, dev venv's script (until 2 Dec)", samples, floor)
+
+
 def idle_with_model_cache(exe: str, work: Path, server: KubeServer,
                           cluster: KubeCluster) -> None:
     """The idle tick's CPU on a host whose cache holds ~100,000 files, next to the same tick on
@@ -336,6 +351,7 @@ def main() -> int:
     report("inspect --json (simulated host, no memo)", samples, floor, 0.1)
     floor, samples = paired(bare, lambda: timed([exe, "inspect", "--json"]))
     report("inspect --json (this machine, no memo)", samples, floor, 0.1)
+    development_inspect(root)
 
     build.ensure_binary()
     with KubeServer(work / "apiserver") as server:
