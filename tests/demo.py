@@ -28,12 +28,13 @@ from typing import Any
 
 from magicstick_host.ports.kube import hostoperation_name
 from magicstick_host.sim.writer import create_host, load_host
+from tests.harness.command import magicstick_command
 from tests.harness.world import report_node_eligibility
 from tests.kubeserver import build
 from tests.kubeserver.fixtures import KubeCluster
 from tests.kubeserver.harness import KubeServer
 
-EXE = str(Path(sys.executable).parent / "magicstick-host")
+EXE = magicstick_command()
 REPORT = "appliance.magicstick.dev/host-management"
 
 

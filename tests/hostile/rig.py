@@ -34,13 +34,14 @@ from magicstick_host.ports.kube import hostoperation_name
 from magicstick_host.sim.boot import boot_host
 from magicstick_host.sim.effects_log import read_effects
 from magicstick_host.sim.writer import create_host, load_host
+from tests.harness.command import magicstick_command
 from tests.hostile.checks import Run, Verdict, effect_violations, write_violations
 from tests.hostile.proxy import HostileProxy, Plan
 from tests.kubeserver.harness import NAMESPACE
 from tests.soak.observe import read_journal, read_state
 from tests.soak.pki import proxied_kubeconfig
 
-EXE = str(Path(sys.executable).parent / "magicstick-host")
+EXE = magicstick_command()
 # captured at import: the suite's subprocess guard patches subprocess.Popen per test
 _POPEN = subprocess.Popen
 HARD_LIMIT_S = 60.0  # twice the bound: a run over 30 s is a violation already

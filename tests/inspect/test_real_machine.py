@@ -13,6 +13,7 @@ import pytest
 
 from magicstick_host import schemas
 from magicstick_host.ports.runner import NOT_FOUND
+from tests.harness.command import magicstick_command
 from tests.inspect.conftest import inspect_valid
 
 
@@ -28,7 +29,7 @@ def test_inspect_of_this_machine_is_schema_valid_and_never_acts_on_missing_hardw
 
 @pytest.mark.real_commands
 def test_the_installed_command_prints_valid_json_with_exit_0() -> None:
-    exe = Path(sys.executable).parent / "magicstick-host"
+    exe = Path(magicstick_command())
     proc = subprocess.run([str(exe), "inspect", "--json"], capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -47,7 +48,7 @@ def test_inspect_runs_unprivileged_and_unreadable_files_are_unknown(tmp_path: Pa
     secret.chmod(0o600)  # root-only, like a file an unprivileged inspect may not read
     for parent in [tmp_path, *tmp_path.parents]:
         parent.chmod(parent.stat().st_mode | 0o005)
-    exe = Path(sys.executable).parent / "magicstick-host"
+    exe = Path(magicstick_command())
     proc = subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
          str(exe), "inspect", "--json", "--root", str(root)],

@@ -12,7 +12,6 @@ import base64
 import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +25,14 @@ from magicstick_host.domain.network.request import (
 )
 from magicstick_host.ports.kube import hostoperation_name
 from magicstick_host.sim.writer import load_host
+from tests.harness.command import magicstick_command
 from tests.harness.world import random_hex
 from tests.kubeserver.fixtures import KubeCluster
 from tests.network.helpers import CLUSTER_ETH, inventory
 
 pytestmark = [pytest.mark.apiserver, pytest.mark.real_commands]
 
-EXE = str(Path(sys.executable).parent / "magicstick-host")
+EXE = magicstick_command()
 # the lab port's address moves within its subnet: visible in `ip`, and not the cluster's
 LAB_ADDRESS_CHANGE = {"interface": "enp2s0", "mode": "static", "address": "10.20.0.33/24",
                       "gateway": "10.20.0.1", "dns": ["10.20.0.1"], "metric": 100}

@@ -36,6 +36,7 @@ from typing import Any
 
 from magicstick_host.ports.kube import hostoperation_name
 from magicstick_host.sim.writer import create_host, load_host, write_host
+from tests.harness.command import magicstick_command
 from tests.hostile.proxy import Recorder
 from tests.hostile.rig import LAUNCHER
 from tests.soak.invariants import KILLED, TickRun
@@ -44,7 +45,7 @@ from tests.soak.observe import EffectsTail
 from tests.soak.proxy import FaultProxy
 from tests.soak.schedule import Kill
 
-EXE = str(Path(sys.executable).parent / "magicstick-host")
+EXE = magicstick_command()
 # captured at import: the test suite's subprocess guard patches subprocess.Popen per test
 _POPEN = subprocess.Popen
 STATUS_TIMEOUT_S = 30.0
