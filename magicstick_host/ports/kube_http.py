@@ -112,14 +112,19 @@ def read_response(source: RawSource, method: str, limit: int) -> Response:
     try:
         answer.begin()
         body = answer.read(limit + 1)
+        wholly, missing = answer.isclosed(), answer.length
     except (http.client.HTTPException, ValueError, OverflowError) as exc:
         raise BadResponse(f"{type(exc).__name__}: {str(exc)[:120]!r}") from None
+    finally:
+        # closes its reader, never the connection: a finaliser left to do it may find the
+        # reader closed first and print "Exception ignored" (3.14)
+        answer.close()
     if len(body) > limit:
         return Response(answer.status, body, False)
-    if answer.length:  # what its Content-Length announced and did not come
+    if missing:  # what its Content-Length announced and did not come
         raise BadResponse(f"the answer ended after {len(body)} body bytes, "
-                          f"{answer.length} short of its Content-Length")
-    return Response(answer.status, body, answer.isclosed() and not answer.will_close)
+                          f"{missing} short of its Content-Length")
+    return Response(answer.status, body, wholly and not answer.will_close)
 
 
 class DeadlineExceeded(TimeoutError):

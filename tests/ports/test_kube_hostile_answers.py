@@ -56,6 +56,7 @@ def test_a_status_that_is_not_three_ascii_digits_from_100_is_bad_response(status
     response = http.client.HTTPResponse(sock)  # type: ignore[arg-type]
     with pytest.raises(http.client.BadStatusLine):
         response.begin()
+    response.close()
 
 
 @pytest.mark.parametrize("length", sorted(LENGTHS))
@@ -70,10 +71,12 @@ def test_a_content_length_that_is_not_ascii_digits_is_read_as_http_client_reads_
             read_response(io.BytesIO(data), "GET", 64)
         with pytest.raises(http.client.IncompleteRead):
             response.read()
+        response.close()
         return
     ours = read_response(io.BytesIO(data), "GET", 64)
     assert (ours.status, ours.body, ours.reusable) == (200, *expected)
     assert response.read() == expected[0]
+    response.close()
 
 
 def test_status_999_and_an_answer_after_100_continue_are_read() -> None:

@@ -55,9 +55,12 @@ def http_client_reads(data: bytes, method: str, amount: int | None
     try:
         response.begin()
         body = response.read(amount)
+        kept = response.isclosed() and not response.will_close
     except (http.client.HTTPException, ValueError, OverflowError) as exc:
         return exc
-    return response.status, body, response.isclosed() and not response.will_close
+    finally:
+        response.close()
+    return response.status, body, kept
 
 
 def ours(data: bytes, method: str = "GET", limit: int = LIMIT) -> Response | BadResponse:
