@@ -265,6 +265,7 @@ REPLACED = {
     "magicstick_host.digests": "hashlib, hmac",
     "magicstick_host.lazy_pattern": "re",
     "magicstick_host.ports.spawn": "subprocess",
+    "magicstick_host.ports.http_response": "http.client",
 }
 # the interpreter's private halves of those modules: only a replacement reaches for them
 PRIVATE_HALVES = frozenset({"_sha2", "_sha256", "_md5", "_hashlib", "_sre", "sre_compile",
@@ -310,11 +311,57 @@ def test_no_module_imports_a_replacement_of_a_standard_part(path: Path) -> None:
 
 
 def test_the_replacements_are_gone() -> None:
-    """static.py, digests.py, lazy_pattern.py and spawn.py stood in for typing, hashlib,
-    re and subprocess (issue 26): they are deleted, and nothing may bring them back."""
-    for gone in ("static", "digests", "lazy_pattern", "ports.spawn"):
+    """static.py, digests.py, lazy_pattern.py, spawn.py and http_response.py stood in for
+    typing, hashlib, re, subprocess and http.client (issue 26): they are deleted, and nothing
+    may bring them back."""
+    for gone in ("static", "digests", "lazy_pattern", "ports.spawn", "ports.http_response"):
         assert f"magicstick_host.{gone}" not in GRAPH
         assert not (PACKAGE / (gone.replace(".", "/") + ".py")).exists()
+
+
+# what only a reader of HTTP answers of our own would spell out: a status line's start, and the
+# framing fields http.client reads (the transport writes a Content-Length, never reads one)
+HTTP_READER_WORDS = ("transfer-encoding", "chunked")
+
+
+def http_reader_words(tree: ast.Module) -> list[str]:
+    """String constants (not docstrings) that only a parser of HTTP answers needs."""
+    docstrings = {id(node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Constant) or id(node) in docstrings:
+            continue
+        value = node.value
+        text = value.decode("latin-1") if isinstance(value, bytes) else value
+        if isinstance(text, str) and (text.startswith("HTTP/")
+                                      or text.strip(" :").lower() in HTTP_READER_WORDS):
+            found.append(text)
+    return found
+
+
+def test_answers_are_read_by_http_client_and_by_no_reader_of_our_own() -> None:
+    """The lean transport reads each answer with http.client.HTTPResponse (issue 26: our own
+    reader, ports/http_response.py, saved under 10% of the idle tick): no module of the
+    package reads a status line or a body's framing itself."""
+    transport = PACKAGE / "ports" / "kube_http.py"
+    tree = ast.parse(transport.read_text(encoding="utf-8"))
+    assert "http.client" in GRAPH["magicstick_host.ports.kube_http"]
+    assert any(isinstance(node, ast.Attribute) and node.attr == "HTTPResponse"
+               for node in ast.walk(tree))
+    for path in sorted(PACKAGE.rglob("*.py")):
+        found = http_reader_words(ast.parse(path.read_text(encoding="utf-8")))
+        assert found == [], f"{module_name(path)} reads HTTP answers itself: {found}"
+
+
+def test_the_http_reader_check_finds_what_it_looks_for() -> None:
+    tree = ast.parse('"""HTTP/1.1 answers, chunked."""\n'
+                     'def status(line):\n    """Transfer-Encoding: chunked"""\n'
+                     '    return line.startswith(b"HTTP/1.") or line == "HTTP/1.0"\n'
+                     'FIELDS = {"transfer-encoding": 1, "x": "Chunked"}\n'
+                     'REQUEST = f"GET / HTTP/1.1"\n')
+    assert sorted(http_reader_words(tree)) == ["Chunked", "HTTP/1.", "HTTP/1.0",
+                                               "transfer-encoding"]
 
 
 TESTS = Path(__file__).resolve().parent
@@ -334,10 +381,12 @@ def test_the_replacement_check_finds_what_it_looks_for() -> None:
                      "from magicstick_host import digests\n"
                      "import magicstick_host.lazy_pattern\n"
                      "from magicstick_host.ports.spawn import spawn_piped\n"
+                     "from magicstick_host.ports.http_response import read_response\n"
                      "sha = __import__('_sha2')\n"
                      "def start(os):\n    return os.posix_spawnp('ip', ['ip'], {})\n"
                      "import re, typing, hashlib, hmac, subprocess\n")
     assert replacement_uses(tree) == [
         "_sha2", "magicstick_host.digests", "magicstick_host.lazy_pattern",
+        "magicstick_host.ports.http_response", "magicstick_host.ports.http_response.read_response",
         "magicstick_host.ports.spawn", "magicstick_host.ports.spawn.spawn_piped",
         "magicstick_host.static", "magicstick_host.static.TYPE_CHECKING", "os.posix_spawnp"]

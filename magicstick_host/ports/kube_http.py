@@ -11,10 +11,16 @@ like one that never answers. One connection is kept alive between the calls of a
 dropped when the server has closed it. A read that the server dropped on the kept connection is
 asked again once, on a new one; a write never is (it may have arrived: an uncertain write is
 never replayed).
+
+Each answer is read by the standard http.client.HTTPResponse over the connection's
+deadline-armed reader (read_response): a reader of our own saved under 10% of the idle tick
+(architecture.md, "Standard parts first"). What http.client cannot read, or what it would read
+past the size bounds, is BadResponse, which the transport turns into KubeTemporaryError.
 """
 
 from __future__ import annotations
 
+import http.client
 import io
 import json
 import os
@@ -26,15 +32,99 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from magicstick_host.errors import KubeConfigError, KubeTemporaryError
-from magicstick_host.ports.http_response import BadResponse, read_response
 from magicstick_host.ports.kubeconfig import KubeConfig
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
+
+    class RawSource(Protocol):
+        def readinto(self, buffer: Any, /) -> int | None: ...
 
 # larger answers are refused: the worker reads single objects and small lists
 MAX_BODY_BYTES = 32 * 1024 * 1024
+# what an answer may hold besides its body (http.client takes at most 100 header lines of
+# 64 KiB): past this and the body's limit, the answer is refused, whatever its framing says
+MAX_HEAD_BYTES = 8 * 1024 * 1024
 USER_AGENT = "magicstick-host"
+
+
+class BadResponse(Exception):
+    """The bytes are not an HTTP/1.x answer that http.client reads whole, within the bounds."""
+
+
+class Response:
+    """status, body, and whether the connection may carry the next request."""
+
+    __slots__ = ("body", "reusable", "status")
+
+    def __init__(self, status: int, body: bytes, reusable: bool) -> None:
+        self.status = status
+        self.body = body
+        self.reusable = reusable
+
+
+class _Bounded(io.RawIOBase):
+    """The answer's bytes from `source`, refused past `left` of them. http.client reads a chunk
+    of a negative size (int("-1", 16)) to the connection's end, in 3.11 as in 3.14: this keeps
+    that, and an endless run of interim answers, from filling the tick's memory."""
+
+    def __init__(self, source: RawSource, left: int) -> None:
+        self.source = source
+        self.left = left
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        if self.left <= 0:
+            raise BadResponse("the answer is longer than its bounds")
+        count = self.source.readinto(memoryview(buffer)[:self.left])
+        if count:
+            self.left -= count
+        return count
+
+
+class _AnswerSocket:
+    """What http.client.HTTPResponse takes for a socket: it only asks for its reader."""
+
+    def __init__(self, reader: io.BufferedReader) -> None:
+        self.reader = reader
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return self.reader
+
+
+def read_response(source: RawSource, method: str, limit: int) -> Response:
+    """The answer to one `method` request, read from `source` by http.client.HTTPResponse.
+
+    A body over `limit` bytes is cut at limit + 1 (so the caller can tell) and its connection
+    not reused. A Content-Length body that ends early is BadResponse (http.client's read() of
+    the whole body is IncompleteRead); a body framed by the connection's end is whatever came
+    before it. The connection carries the next request only when http.client keeps it (not
+    will_close) and the body was wholly read. Whatever http.client raises on the bytes
+    (HTTPException: BadStatusLine, LineTooLong, IncompleteRead, too many headers; ValueError;
+    OverflowError, for a chunk size past sys.maxsize read whole) is BadResponse; OSError (a
+    timeout, a reset) is left to the transport. Held to http.client by
+    tests/ports/test_kube_http_answers.py.
+    """
+    reader = io.BufferedReader(_Bounded(source, limit + 1 + MAX_HEAD_BYTES))
+    answer = http.client.HTTPResponse(_AnswerSocket(reader), method=method)  # type: ignore[arg-type]
+    try:
+        answer.begin()
+        body = answer.read(limit + 1)
+        wholly, missing = answer.isclosed(), answer.length
+    except (http.client.HTTPException, ValueError, OverflowError) as exc:
+        raise BadResponse(f"{type(exc).__name__}: {str(exc)[:120]!r}") from None
+    finally:
+        # closes its reader, never the connection: a finaliser left to do it may find the
+        # reader closed first and print "Exception ignored" (3.14)
+        answer.close()
+    if len(body) > limit:
+        return Response(answer.status, body, False)
+    if missing:  # what its Content-Length announced and did not come
+        raise BadResponse(f"the answer ended after {len(body)} body bytes, "
+                          f"{missing} short of its Content-Length")
+    return Response(answer.status, body, wholly and not answer.will_close)
 
 
 class DeadlineExceeded(TimeoutError):
@@ -60,10 +150,6 @@ class _Connection:
             self.arm()
             sent = self.sock.send(view)
             view = view[sent:]
-
-    def makefile(self, mode: str) -> io.BufferedReader:
-        # what read_response reads the status line, headers and body from
-        return io.BufferedReader(_Reader(self))
 
     def dropped(self) -> bool:
         """The server closed the idle connection (or sent something unasked)."""
@@ -236,7 +322,7 @@ class LeanTransport:
         try:
             connection.deadline = deadline
             connection.sendall(message)
-            response = read_response(connection.makefile("rb"), method, MAX_BODY_BYTES)
+            response = read_response(_Reader(connection), method, MAX_BODY_BYTES)
         except BaseException:
             connection.close()
             raise
