@@ -51,6 +51,8 @@ in_root() {
   shift
   unshare --mount --propagation private -- /bin/bash -euc '
     root="$1"; shift; n="$1"; shift
+    # the root a mount point of its own: `ip -n NS` remounts / as a slave, refused otherwise
+    mount --bind "$root" "$root"
     mount -t proc proc "$root/proc"
     mount --rbind /dev "$root/dev"
     mount --rbind /sys "$root/sys"
