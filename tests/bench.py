@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from magicstick_host.sim.writer import create_host, load_host
+from tests.harness.command import write_command
 from tests.kubeserver import build
 from tests.kubeserver.fixtures import KubeCluster
 from tests.kubeserver.harness import KubeServer
@@ -316,18 +317,6 @@ def bench_python() -> tuple[str, str]:
     if probe.returncode != 0:
         return sys.executable, f"{chosen} is older than 3.11 or has no PyYAML"
     return chosen, "BENCH_PYTHON" if os.environ.get("BENCH_PYTHON") else "magicstick_python"
-
-
-def write_command(python: str, path: Path) -> str:
-    """The install's wrapper, rendered as the role renders it, over this checkout."""
-    import jinja2
-
-    template = (INSTALL_ROLE / "templates" / "magicstick-host.j2").read_text()
-    text = jinja2.Template(template, keep_trailing_newline=True).render(
-        magicstick_python=python, magicstick_lib_dir=str(CHECKOUT))
-    path.write_text(text)
-    path.chmod(0o755)
-    return str(path)
 
 
 def main() -> int:
