@@ -40,6 +40,7 @@ from tests.hostile.answers import BODY_MAKERS, HEAD_MAKERS, MIB, framed, head, r
 from tests.hostile.test_cluster_objects import deep, wide
 from tests.soak.httpio import Message
 
+KILL_RESCAN_S = 2.0  # kill_marked scans again, for at most this long, until none is left
 HUGE_BYTES = 33 * MIB  # past the worker's 32 MiB limit on one answer
 _BODIES = {"deep-open": "deep-open", "deep-2000": "deep-closed", "not-an-object": "not-an-object"}
 _HEADS = {"status-superscript": "status-superscript", "status-099": "status-odd-code",
@@ -74,7 +75,12 @@ def hostile_answer(kind: str, answer: Message | None) -> Iterator[bytes]:
 
 
 def marked_processes(marker: str) -> list[str]:
-    """The live processes whose environment has HOSTILE_TOOL_ENV=`marker`: 'pid argv'."""
+    """The live processes whose environment has HOSTILE_TOOL_ENV=`marker`: 'pid argv'.
+
+    A process in the middle of an execve is missed by one scan: from the switch to the new
+    image until its stack is laid out, the kernel shows it with no environment and no argv
+    (/proc/PID/environ reads empty while mm->env_end is 0). A caller that must see every such
+    process scans again (kill_marked does)."""
     needle = f"\0{HOSTILE_TOOL_ENV}={marker}\0".encode()
     out = []
     for name in os.listdir("/proc"):
@@ -96,11 +102,19 @@ def marked_processes(marker: str) -> list[str]:
 def kill_marked(marker: str) -> int:
     """SIGKILL what is left of the hostile tools of a tick the soak SIGKILLed (systemd's
     KillMode=control-group would); how many there were."""
-    found = marked_processes(marker)
-    for line in found:
-        with contextlib.suppress(OSError):
-            os.kill(int(line.split(" ", 1)[0]), signal.SIGKILL)
-    return len(found)
+    killed: set[int] = set()
+    # until a scan finds none left: one that ran while a tool was exec'ing did not see it
+    # (marked_processes); bounded, since a tool that keeps forking would otherwise hold us
+    until = time.monotonic() + KILL_RESCAN_S
+    while (alive := {int(line.split(" ", 1)[0]) for line in marked_processes(marker)}):
+        for pid in alive:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        killed |= alive
+        if time.monotonic() >= until:
+            break
+        time.sleep(0.01)
+    return len(killed)
 
 
 def leftovers(marker: str, grace_s: float = 2.0) -> list[str]:

@@ -36,15 +36,50 @@ def test_the_scan_finds_a_marked_process_and_its_child_and_kill_ends_them(tmp_pa
                             env={**os.environ, HOSTILE_TOOL_ENV: marker},
                             start_new_session=True)
     try:
+        # until both are `sleep 60`: a scan while either is still exec'ing does not see it
+        # (marked_processes), so two found by the shells they were could be one a moment later
         deadline = time.monotonic() + 5
-        while len(marked_processes(marker)) < 2 and time.monotonic() < deadline:
+        while (argvs(marked_processes(marker)) != ["sleep 60", "sleep 60"]
+               and time.monotonic() < deadline):
             time.sleep(0.05)
-        assert len(marked_processes(marker)) == 2
+        assert argvs(marked_processes(marker)) == ["sleep 60", "sleep 60"]
         assert marked_processes(other) == []
         assert kill_marked(marker) == 2
         proc.wait(5)
         assert leftovers(marker, grace_s=2.0) == []
     finally:
+        kill_marked(marker)
+
+
+def argvs(found: list[str]) -> list[str]:
+    """The argv of each process marked_processes found ('pid argv'), sorted."""
+    return sorted(line.split(" ", 1)[1].strip() for line in found)
+
+
+def test_kill_marked_scans_again_for_a_process_the_first_scan_missed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    marker = str(tmp_path / "host")
+    env = {**os.environ, HOSTILE_TOOL_ENV: marker}
+    procs = [subprocess.Popen(["sleep", "60"], env=env, start_new_session=True)
+             for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 5
+        while len(marked_processes(marker)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(marked_processes(marker)) == 2
+        real, missed = marked_processes, str(procs[1].pid)
+        scans = []
+
+        def first_misses_one(wanted: str) -> list[str]:  # as if it were exec'ing then
+            scans.append(wanted)
+            found = real(wanted)
+            return [x for x in found if x.split(" ", 1)[0] != missed] if len(scans) == 1 else found
+
+        monkeypatch.setattr("tests.soak.hostile.marked_processes", first_misses_one)
+        assert kill_marked(marker) == 2
+        assert [proc.wait(5) for proc in procs] == [-9, -9]
+    finally:
+        monkeypatch.undo()
         kill_marked(marker)
 
 
