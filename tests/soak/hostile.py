@@ -99,6 +99,11 @@ def marked_processes(marker: str) -> list[str]:
     return out
 
 
+def pid_of(line: str) -> int:
+    """The pid of one of marked_processes' 'pid argv' lines."""
+    return int(line.split(" ", 1)[0])
+
+
 def kill_marked(marker: str) -> int:
     """SIGKILL what is left of the hostile tools of a tick the soak SIGKILLed (systemd's
     KillMode=control-group would); how many there were."""
@@ -106,7 +111,7 @@ def kill_marked(marker: str) -> int:
     # until a scan finds none left: one that ran while a tool was exec'ing did not see it
     # (marked_processes); bounded, since a tool that keeps forking would otherwise hold us
     until = time.monotonic() + KILL_RESCAN_S
-    while (alive := {int(line.split(" ", 1)[0]) for line in marked_processes(marker)}):
+    while (alive := {pid_of(line) for line in marked_processes(marker)}):
         for pid in alive:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)

@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from tests.soak.hostile import (
     kill_marked,
     leftovers,
     marked_processes,
+    pid_of,
     plant_memo,
     unplant,
 )
@@ -38,17 +40,22 @@ def test_the_scan_finds_a_marked_process_and_its_child_and_kill_ends_them(tmp_pa
     try:
         # until both are `sleep 60`: a scan while either is still exec'ing does not see it
         # (marked_processes), so two found by the shells they were could be one a moment later
-        deadline = time.monotonic() + 5
-        while (argvs(marked_processes(marker)) != ["sleep 60", "sleep 60"]
-               and time.monotonic() < deadline):
-            time.sleep(0.05)
-        assert argvs(marked_processes(marker)) == ["sleep 60", "sleep 60"]
+        assert argvs(scan_until(marker, lambda found: argvs(found) == ["sleep 60"] * 2)) \
+            == ["sleep 60", "sleep 60"]
         assert marked_processes(other) == []
         assert kill_marked(marker) == 2
         proc.wait(5)
         assert leftovers(marker, grace_s=2.0) == []
     finally:
         kill_marked(marker)
+
+
+def scan_until(marker: str, done: Callable[[list[str]], bool], within_s: float = 5) -> list[str]:
+    """marked_processes(marker) once `done` holds for it, or as it is after `within_s`."""
+    deadline = time.monotonic() + within_s
+    while not done(found := marked_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
 
 
 def argvs(found: list[str]) -> list[str]:
@@ -63,17 +70,13 @@ def test_kill_marked_scans_again_for_a_process_the_first_scan_missed(
     procs = [subprocess.Popen(["sleep", "60"], env=env, start_new_session=True)
              for _ in range(2)]
     try:
-        deadline = time.monotonic() + 5
-        while len(marked_processes(marker)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(marked_processes(marker)) == 2
-        real, missed = marked_processes, str(procs[1].pid)
-        scans = []
+        assert len(scan_until(marker, lambda found: len(found) == 2)) == 2
+        real, scans = marked_processes, []
 
         def first_misses_one(wanted: str) -> list[str]:  # as if it were exec'ing then
             scans.append(wanted)
             found = real(wanted)
-            return [x for x in found if x.split(" ", 1)[0] != missed] if len(scans) == 1 else found
+            return [x for x in found if pid_of(x) != procs[1].pid] if len(scans) == 1 else found
 
         monkeypatch.setattr("tests.soak.hostile.marked_processes", first_misses_one)
         assert kill_marked(marker) == 2
