@@ -11,7 +11,7 @@ SOAK_HOSTS ?= 3
 # start no tick after this many minutes (empty: run all TICKS); the summary says how many ran
 SOAK_MINUTES ?=
 
-.PHONY: help install test test-tools test-archive py314-root test-py314 check lint typecheck demo apiserver apiserver-build contract-live bench soak profiles clean
+.PHONY: help install test test-tools test-archive py314-root test-py314 check lint typecheck demo apiserver apiserver-build contract-live bench soak profiles clean vm vm-down vm-tools vm-request test-vm
 
 help:
 	@echo "make demo       set up, then run the demo against a simulated Strix Halo host"
@@ -23,6 +23,10 @@ help:
 	@echo "make bench      benchmarks (inspect, tick)"
 	@echo "make soak [TICKS=10000] [SEED=S]   the fault soak: real CLI, fault proxy, kills, boots"
 	@echo "make profiles   write profiles/parsed.json after a change to profiles/*.yaml"
+	@echo "make vm DIR=<dir>       the appliance VM: the worker installed and running in a real Linux"
+	@echo "make vm-request DIR=<dir> ACTION=reboot   the dashboard's request to that VM, followed"
+	@echo "make vm-down DIR=<dir>  stop that VM and its apiserver"
+	@echo "make test-vm    the appliance VM's end-to-end scenarios"
 
 install: $(STAMP)
 
@@ -130,6 +134,44 @@ profiles: $(STAMP)
 soak: $(STAMP) apiserver-build
 	$(BIN)/python -m tests.soak --ticks $(TICKS) --hosts $(SOAK_HOSTS) $(if $(SEED),--seed $(SEED)) \
 		$(if $(SOAK_MINUTES),--max-minutes $(SOAK_MINUTES))
+
+# The appliance VM (tests/vm, shared/design/appliance-vm.md): qemu, the image's tools (debootstrap,
+# sfdisk, mke2fs, gpg, apt-ftparchive, ssh-keygen) and the guest's way in (ssh) and out (socat,
+# to the test apiserver). Installed with apt where missing (root), as the test tools are.
+VM_TOOLS := qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils debootstrap:debootstrap \
+	sfdisk:fdisk mke2fs:e2fsprogs gpg:gnupg apt-ftparchive:apt-utils ssh:openssh-client \
+	ssh-keygen:openssh-client socat:socat
+
+vm-tools:
+	@missing=""; for pair in $(VM_TOOLS); do \
+	  command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing$$missing (needed by the appliance VM)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing \
+	      || { apt-get update && DEBIAN_FRONTEND=noninteractive \
+	           apt-get install -y --no-install-recommends $$missing; }; \
+	  else \
+	    echo "the appliance VM needs$$missing: run 'sudo apt-get install -y$$missing'" >&2; exit 1; \
+	  fi; \
+	fi
+
+vm: $(STAMP) vm-tools
+	@test -n "$(DIR)" || { echo "usage: make vm DIR=<dir>" >&2; exit 2; }
+	@$(BIN)/python -m tests.vm.rig up $(DIR)
+
+vm-down: $(STAMP)
+	@test -n "$(DIR)" || { echo "usage: make vm-down DIR=<dir>" >&2; exit 2; }
+	@$(BIN)/python -m tests.vm.rig down $(DIR)
+
+# the dashboard's request against that VM, followed until it ends: ACTION=reboot|poweroff
+vm-request: $(STAMP)
+	@test -n "$(DIR)" -a -n "$(ACTION)" || { echo "usage: make vm-request DIR=<dir> ACTION=reboot|poweroff" >&2; exit 2; }
+	@$(BIN)/python -m tests.vm.dashboard $(DIR) $(ACTION)
+
+test-vm: $(STAMP) vm-tools
+	$(BIN)/python tests/kubeserver/build.py
+	$(BIN)/pytest -q -p no:cacheprovider tests/vm
 
 clean:
 	rm -rf $(VENV) $(ARCHIVE_VENV) .demo .pytest_cache .mypy_cache .ruff_cache

@@ -186,6 +186,7 @@ class KubeServer:
         self.extra_args = tuple(extra_args)
         self.tokens = {u.key: secrets.token_hex(16) for u in USERS}
         self.proc: subprocess.Popen[bytes] | None = None
+        self._argv: list[str] = []
         self.port = 0
         self.start_seconds = 0.0
         self.install_seconds = 0.0
@@ -276,6 +277,7 @@ class KubeServer:
             *self.extra_args,
         ]
         self.etcd_log.write_text("")
+        self._argv = argv
         started = time.monotonic()
         with open(self.apiserver_log, "wb") as log:
             self.proc = _POPEN(argv, stdin=subprocess.DEVNULL, stdout=log,
@@ -291,6 +293,28 @@ class KubeServer:
             raise StartupError(self._with_logs(str(exc))) from None
         except Exception as exc:
             raise StartupError(self._with_logs(f"{type(exc).__name__}: {exc}")) from exc
+
+    def resume(self, timeout: float = 120.0) -> None:
+        """Start the server again after `stop()`, as it was: the same port, certificates, users
+        and etcd data (the objects survive), as an apiserver restarted on its host is. Its
+        manifests are already installed."""
+        if not self._argv:
+            raise StartupError("resume() before start(): nothing to start again")
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        started = time.monotonic()
+        with open(self.apiserver_log, "ab") as log:
+            self.proc = _POPEN(self._argv, stdin=subprocess.DEVNULL, stdout=log,
+                               stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        try:
+            self._wait_ready(started + timeout)
+        except StartupError as exc:
+            raise StartupError(self._with_logs(str(exc))) from None
+        self.start_seconds = time.monotonic() - started
+
+    @property
+    def serving(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def _with_logs(self, msg: str) -> str:
         return (
