@@ -15,7 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.vm import rig as rigmod
+from tests.vm import access, machine
+from tests.vm.cluster import REPORT, Cluster
+from tests.vm.rigdir import Rig, RigError
 
 GROUP, VERSION = "appliance.magicstick.dev", "v1alpha1"
 TERMINAL = ("Succeeded", "PreparedUnverified", "Failed", "Rejected", "Interrupted", "RolledBack")
@@ -25,12 +27,12 @@ SERVICE = "magicstick-host-management.service"
 
 class Appliance:
     def __init__(self, directory: Path) -> None:
-        self.rig = rigmod.Rig(directory)
+        self.rig = Rig(directory)
         self.config = self.rig.config()
         self.node: str = self.config["node"]
         self.node_uid: str = self.config["nodeUid"]
         self.namespace: str = self.config["namespace"]
-        self.admin = rigmod.Cluster(self.rig)
+        self.admin = Cluster(self.rig)
         self.dashboard = _TokenClient(self.rig.kubeconfig("dashboard"))
         self.hostop = "host-" + hashlib.sha256(
             json.dumps(self.node_uid).encode()).hexdigest()[:24]
@@ -39,7 +41,7 @@ class Appliance:
 
     def sh(self, script: str, *, timeout: float = 120.0, check: bool = True) -> str:
         """A shell script as root in the guest; its stdout."""
-        done = rigmod.guest(self.rig, "sh", "-c", script, timeout=timeout, check=check)
+        done = access.guest(self.rig, "sh", "-c", script, timeout=timeout, check=check)
         return done.stdout.decode(errors="replace")
 
     def boot_id(self) -> str:
@@ -75,13 +77,13 @@ class Appliance:
         return "running" if self.rig.qemu_running() is not None else "off"
 
     def cut(self) -> None:
-        rigmod.power_cut(self.rig)
+        machine.power_cut(self.rig)
 
     def power_on(self) -> None:
-        rigmod.power_on(self.rig)
+        machine.power_on(self.rig)
 
     def wait_boot(self, old_boot_id: str, seconds: float = 300.0) -> str:
-        return rigmod.wait_boot(self.rig, old_boot_id, seconds)
+        return machine.wait_boot(self.rig, old_boot_id, seconds)
 
     def wait_power_off(self, seconds: float) -> None:
         wait_for(lambda: self.power_state() == "off", seconds, "the VM to power off")
@@ -107,7 +109,7 @@ class Appliance:
 
     def report(self) -> dict[str, Any]:
         node = self.admin.node(self.node) or {}
-        raw = (node.get("metadata", {}).get("annotations") or {}).get(rigmod.REPORT, "{}")
+        raw = (node.get("metadata", {}).get("annotations") or {}).get(REPORT, "{}")
         return dict(json.loads(raw))
 
     def hostoperation(self) -> dict[str, Any] | None:
@@ -164,7 +166,7 @@ class Appliance:
         return path if name is None else f"{path}/{name}"
 
 
-class _TokenClient(rigmod.Cluster):
+class _TokenClient(Cluster):
     """The cluster as the dashboard: its token from the dashboard kubeconfig."""
 
     def __init__(self, kubeconfig: Path) -> None:
@@ -183,7 +185,7 @@ def wait_for(check: Callable[[], bool], seconds: float, what: str, every: float 
         try:
             if check():
                 return
-        except (OSError, rigmod.RigError, ValueError):
+        except (OSError, RigError, ValueError):
             pass  # the guest or the apiserver not answering right now
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {seconds:.0f} s waiting for {what}")

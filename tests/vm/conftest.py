@@ -19,7 +19,9 @@ from types import FrameType
 import pytest
 
 from tests.vm import rig as rigmod
+from tests.vm.access import guest
 from tests.vm.appliance import Appliance
+from tests.vm.rigdir import Rig, RigError
 
 pytestmark = pytest.mark.real_commands
 
@@ -36,7 +38,7 @@ def appliance(tmp_path_factory: pytest.TempPathFactory,
     directory = Path(os.environ.get("MAGICSTICK_VM_DIR") or tmp_path_factory.mktemp("vm"))
     try:
         rigmod.up(directory)
-    except rigmod.RigError as exc:
+    except RigError as exc:
         pytest.fail(f"the rig did not come up: {exc}", pytrace=False)
     try:
         yield Appliance(directory)
@@ -48,14 +50,14 @@ def appliance(tmp_path_factory: pytest.TempPathFactory,
 
 def keep_evidence(directory: Path) -> None:
     """The guest's whole journal (every boot) next to the console log, for the failure."""
-    rig = rigmod.Rig(directory)
+    rig = Rig(directory)
     target = directory / "journal.txt"
     if rig.qemu_running() is not None:
         try:
-            done = rigmod.guest(rig, "journalctl", "--no-pager", "-o", "short-monotonic",
+            done = guest(rig, "journalctl", "--no-pager", "-o", "short-monotonic",
                                 timeout=120, check=False)
             target.write_bytes(done.stdout)
-        except rigmod.RigError as exc:
+        except RigError as exc:
             target.write_text(f"the journal could not be read: {exc}\n")
     print(f"\n[vm] kept for the failure: {target}, {rig.console}, {directory}",
           file=sys.stderr)

@@ -14,8 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from tests.vm import rig as rigmod
+from tests.vm.access import guest_boot_id
 from tests.vm.appliance import TERMINAL, Appliance
+from tests.vm.rigdir import RigError
 
 ACTIONS = ("reboot", "poweroff")
 
@@ -38,7 +39,7 @@ def follow(appliance: Appliance, request_id: str, seconds: float) -> str:
                   + (f" (start it again: {appliance.config['power']} on)"
                      if power == "off" else ""), flush=True)
         if power == "running":
-            now_boot = rigmod.guest_boot_id(appliance.rig, timeout=10) or ""
+            now_boot = guest_boot_id(appliance.rig, timeout=10) or ""
             if now_boot and now_boot != boot:
                 if boot:
                     print(f"{time.strftime('%H:%M:%S')} the VM booted again: boot ID "
@@ -55,7 +56,7 @@ def main(argv: list[str]) -> int:
     try:
         appliance = Appliance(Path(argv[0]))
         request_id = appliance.request(argv[1])
-    except (rigmod.RigError, OSError, AssertionError) as exc:
+    except (RigError, OSError, AssertionError) as exc:
         print(f"dashboard: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
               file=sys.stderr)
         return 1

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.vm import rig as rigmod
 from tests.vm.appliance import Appliance
+from tests.vm.rigdir import Rig
 
 pytestmark = pytest.mark.real_commands
 
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def rig_command(*args: str, env: dict[str, str] | None = None,
-                user: str | None = None) -> subprocess.CompletedProcess[str]:
+                user: int | None = None) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "tests.vm.rig", *args]
     if user is not None:
         # the system's python3: the development venv's interpreter may sit under /root
@@ -75,10 +75,9 @@ def test_a_dir_holding_a_running_vm_is_refused_and_left_running(appliance: Appli
 
 def test_without_root_nothing_starts(tmp_path: Path) -> None:
     target = tmp_path / "vm"
-    tmp_path.chmod(0o777)
-    done = rig_command("up", str(target), user="nobody")
+    done = rig_command("up", str(target), user=65534)  # nobody
     assert_one_line_refusal(done, "needs root")
-    assert rigmod.Rig(target).processes() == []
+    assert Rig(target).processes() == []
 
 
 def test_without_go_and_no_built_apiserver_nothing_starts(tmp_path: Path) -> None:
@@ -90,7 +89,7 @@ def test_without_go_and_no_built_apiserver_nothing_starts(tmp_path: Path) -> Non
     done = rig_command("up", str(target), env={
         "PATH": f"{bare}:/usr/sbin:/sbin", "MAGICSTICK_CACHE_DIR": str(tmp_path / "cache")})
     assert_one_line_refusal(done, "`go` is not on PATH")
-    assert rigmod.Rig(target).processes() == []
+    assert Rig(target).processes() == []
     assert not (tmp_path / "cache" / "vm-image").exists(), "no image build was started"
 
 
@@ -103,7 +102,7 @@ def test_a_disk_whose_image_left_the_cache_is_refused(tmp_path: Path) -> None:
     (target / "qemu.json").write_text(json.dumps({"argv": ["/bin/false"]}))
     done = rig_command("power", str(target), "on")
     assert_one_line_refusal(done, "no longer in the cache", "make vm-down")
-    assert rigmod.Rig(target).processes() == []
+    assert Rig(target).processes() == []
 
 
 def test_a_dir_of_other_files_is_refused(tmp_path: Path) -> None:
@@ -113,4 +112,4 @@ def test_a_dir_of_other_files_is_refused(tmp_path: Path) -> None:
     done = rig_command("up", str(target))
     assert_one_line_refusal(done, "not a rig's")
     assert (target / "notes.txt").read_text() == "mine\n"
-    assert rigmod.Rig(target).processes() == []
+    assert Rig(target).processes() == []

@@ -84,6 +84,9 @@ def test_a_long_tick_delays_the_next(appliance: Appliance) -> None:
 @pytest.mark.vm_budget(400)
 def test_while_the_apiserver_is_stopped_the_unit_is_inactive_with_exit_5_not_failed(
         appliance: Appliance) -> None:
+    # a tick that reached Kubernetes first, so that an outage of an earlier scenario has ended
+    started = time.time()
+    wait_for(lambda: observed_at(appliance) >= started, 120, "a fresh report")
     cursor = appliance.sh("journalctl -n 0 --show-cursor --no-pager | sed -n 's/^-- cursor: //p'")
     appliance.apiserver(up=False)
     try:
