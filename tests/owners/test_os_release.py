@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from magicstick_host.domain.parsers import ParseError
@@ -65,6 +66,27 @@ def systemd_reader() -> Callable[[bytes, Any], int]:
     env_pairs.argtypes = [ctypes.c_void_p, ctypes.c_char_p, pairs]
     env_pairs.restype = ctypes.c_int
     return lambda root, out: env_pairs(None, root + b"/etc/os-release", out)
+
+
+@cache
+def systemd_version() -> int:
+    """The major version of the libsystemd-shared the tests call (its file name says it)."""
+    found = sorted({p for g in LIBRARY_GLOBS for p in glob.glob(g)})
+    match = re.search(r"libsystemd-shared-(\d+)", found[-1])
+    assert match, found[-1]
+    return int(match.group(1))
+
+
+# systemd 254 changed one thing: a backslash at the end of a comment line no longer continues the
+# comment onto the next line. The appliances run 254 or later (Ubuntu 24.04: 255), and so does
+# the parser; an older oracle (this machine's Debian 12 has 252) is not asked about such texts.
+COMMENT_CONTINUES = 254
+
+
+def older_comment_rule(text: str) -> bool:
+    """The text has a backslash before a line end, which an oracle before 254 may read as a
+    continued comment (a superset: the same in a value reads the same in both)."""
+    return systemd_version() < COMMENT_CONTINUES and re.search(r"\\[\r\n]", text) is not None
 
 
 def systemd_pairs(data: bytes) -> dict[str, str] | None:
@@ -148,6 +170,16 @@ def test_export_comments_and_escapes_as_systemd() -> None:
     assert got["export ID"] == "ubuntu"
 
 
+@pytest.mark.parametrize("end", ["\n", "\r", "\r\n"])
+def test_a_backslash_at_the_end_of_a_comment_ends_with_the_line(end: str) -> None:
+    """Found by the Python 3.14 pass's generated texts against systemd 262 (`;\\<CR>9=`): since
+    systemd 254 the line end after a comment's final backslash still ends the comment."""
+    data = f"; a comment \\{end}ID=ubuntu{end}".encode()
+    assert ours(data) == {"ID": "ubuntu"}
+    if systemd_version() >= COMMENT_CONTINUES:
+        assert systemd_pairs(data) == {"ID": "ubuntu"}
+
+
 @pytest.mark.parametrize("data", [b"ID=ubuntu\x00\n", b"ID=\xff\n", b"ID=\xed\xa0\x80\n"])
 def test_refused_only_where_systemd_refuses(data: bytes) -> None:
     assert systemd_pairs(data) is None
@@ -163,6 +195,7 @@ TRICKY = st.text(alphabet="AIDV_9x=é \t\r\n\"'\\$`#;", max_size=80)
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(TRICKY)
 def test_any_text_reads_as_systemd_reads_it(text: str) -> None:
+    assume(not older_comment_rule(text))
     data = text.encode()
     assert ours(data) == systemd_pairs(data)
 
@@ -170,6 +203,7 @@ def test_any_text_reads_as_systemd_reads_it(text: str) -> None:
 @settings(max_examples=400, deadline=None)
 @given(st.binary(max_size=40))
 def test_any_bytes_are_refused_or_read_as_systemd(data: bytes) -> None:
+    assume(not older_comment_rule(data.decode("utf-8", "replace")))
     mine, theirs = ours(data), systemd_pairs(data)
     if mine is None and theirs is not None:
         # kept: systemd checks UTF-8 only in the keys and values it keeps, so bytes that are

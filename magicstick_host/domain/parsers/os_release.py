@@ -4,8 +4,10 @@
 systemd, not the shell, is the reader that matters on these hosts, and the two differ:
 - `\\n` and `\\r` both end a line (a CRLF file reads as if it had LF only); blanks around the key
   and after the `=` are dropped, and trailing blanks of an unquoted value;
-- a line whose first non-blank character is `#` or `;` is a comment, and a backslash at the end
-  of a comment line continues the comment onto the next line;
+- a line whose first non-blank character is `#` or `;` is a comment; a backslash in a comment
+  escapes the next character, but a line end after it still ends the comment (systemd 254 and
+  later, which every appliance runs: Ubuntu 24.04 has 255; 252 continued the comment onto the
+  next line);
 - a line without `=` is ignored; `export KEY=v` assigns the key `export KEY` (systemd 252 does
   not strip the word), so it sets no `KEY`;
 - values: `'...'` literal; `"..."` with `\\"`, `\\\\`, `\\$`, `` \\` `` unescaped, a
@@ -124,7 +126,7 @@ def parse_os_release(text: str) -> dict[str, str]:
             elif c in NEWLINE:
                 state = _PRE_KEY
         else:  # _COMMENT_ESCAPE
-            state = _COMMENT
+            state = _PRE_KEY if c in NEWLINE else _COMMENT
     if state in (_PRE_VALUE, _VALUE, _VALUE_ESCAPE, _SINGLE, _DOUBLE, _DOUBLE_ESCAPE):
         push()
     return values
