@@ -68,8 +68,12 @@ $(ARCHIVE_VENV)/.installed: constraints/ubuntu-24.04.txt
 	$(ARCHIVE_VENV)/bin/pip install --quiet -r constraints/ubuntu-24.04.txt pytest pyfakefs hypothesis
 	@touch $@
 
+# Left out here, as in the Python 3.14 pass: the crash points at every boundary of every
+# operation (5 minutes of the same decisions; the main pass runs them, and the appliance VM cuts
+# the power at the side effects for real)
 test-archive: $(ARCHIVE_VENV)/.installed
 	PYTHONPATH=$(CURDIR) $(ARCHIVE_VENV)/bin/python -m pytest -q -p no:cacheprovider \
+		--ignore tests/tick/test_crash_points.py \
 		tests/contract tests/tick tests/ports tests/inspect/test_scenarios.py \
 		tests/playbooks tests/converge
 
@@ -85,7 +89,14 @@ PY314_TESTS := tests/contract tests/tick tests/domain tests/ports tests/parsers 
 	tests/test_tick_fast.py tests/test_cli.py tests/test_process_exit.py \
 	tests/test_report_policy.py tests/test_units.py
 # huggingface_hub: the test pins 2.4.0 (its store layout); Debian has 1.23, without that layout.
-PY314_IGNORE := --ignore tests/owners/test_huggingface_hub.py
+# What does not differ between interpreters, and runs end to end on a real one in the appliance
+# VM (make test-vm): the crash points at every boundary of every operation and the 300-tick soak
+# (7 of this pass's 23 minutes; the main pass runs both). Kept: everything that reads, bounds,
+# parses or speaks a protocol (where 3.14's standard library and Debian's libraries and tools
+# differ: the hostile inputs, the owners, the differential tests, the contract), the playbooks
+# under Debian's ansible-core, and the tick's own tests.
+PY314_IGNORE := --ignore tests/owners/test_huggingface_hub.py \
+	--ignore tests/tick/test_crash_points.py --ignore tests/soak/test_soak.py
 
 py314-root:
 	@command -v debootstrap >/dev/null || { \
