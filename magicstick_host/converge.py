@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from magicstick_host.collect.os_kernel import collect_boot_id
+from magicstick_host.collect.packages import manager_run
 from magicstick_host.collect.reader import Reader
 from magicstick_host.collect.services import collect_services
 from magicstick_host.domain.convergence.gate import GateFacts, Skip, converge_gate
@@ -77,11 +78,14 @@ def run_converge(deps: ConvergeDeps) -> ConvergeResult:
 def _gate_facts(deps: ConvergeDeps) -> GateFacts:
     r = Reader(deps.fs)
     services = collect_services(r, r.parsed("/proc/cmdline", "cmdline", split_cmdline))
+    run, known = manager_run(r)
     try:
         state = deps.store.load()
     except StateError as exc:
-        return GateFacts(state=None, state_error=str(exc), services=services)
-    return GateFacts(state=state, state_error="", services=services)
+        return GateFacts(state=None, state_error=str(exc), services=services, manager_run=run,
+                         manager_run_known=known)
+    return GateFacts(state=state, state_error="", services=services, manager_run=run,
+                     manager_run_known=known)
 
 
 def _converge(deps: ConvergeDeps, lock: MaintenanceLock) -> ConvergeResult:

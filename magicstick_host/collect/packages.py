@@ -1,4 +1,5 @@
-"""Installed package versions (dpkg status) and the kernels /boot can boot."""
+"""Installed package versions (dpkg status), the kernels /boot can boot, and whether another
+package manager run holds the host now."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import hashlib
 from collections.abc import Sequence
 
 from magicstick_host.collect.reader import Reader
-from magicstick_host.domain.evidence import PackageInfo
+from magicstick_host.domain.evidence import PackageInfo, PackageManagerRun
 from magicstick_host.domain.parsers import ParseError
 from magicstick_host.domain.parsers.dpkg_status import (
     Unsettled,
@@ -18,6 +19,14 @@ from magicstick_host.ports.command_memo import CommandMemo, recall_document, rem
 from magicstick_host.ports.hostfs import DPKG_STATUS_MAX_BYTES
 
 DPKG_STATUS = "/var/lib/dpkg/status"
+# operations.md, "When another package manager run holds the host": the locks apt and dpkg take
+# (the frontend lock first: apt, unattended-upgrades and dpkg run alone hold it), and the one
+# unattended-upgrades holds for its whole run, between its dpkg runs too (its LOCK_FILE,
+# /var/run/unattended-upgrades.lock; /var/run is a link to /run)
+MANAGER_LOCKS = ("/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock",
+                 "/run/unattended-upgrades.lock")
+MANAGER_FIELD = "packages.managerRun"
+COMM_MAX_BYTES = 64
 FIELD = "packages.installed"
 # what the memo's answers were parsed by; a change of the parser changes it
 PARSE_VERSION = "dpkg-status-2"
@@ -28,7 +37,28 @@ def collect_packages(
     memo: CommandMemo | None = None,
 ) -> PackageInfo:
     installed, unsettled = _installed(r, package_names, kernel_release, memo)
-    return PackageInfo(installed=installed, boot_kernels=_boot_kernels(r), unsettled=unsettled)
+    run, known = manager_run(r)
+    return PackageInfo(installed=installed, boot_kernels=_boot_kernels(r), unsettled=unsettled,
+                       manager_run=run, manager_run_known=known)
+
+
+def manager_run(r: Reader) -> tuple[PackageManagerRun | None, bool]:
+    """The first lock another process holds, with that process's command name; and whether
+    every lock could be probed. A lock probe takes nothing (fcntl F_GETLK)."""
+    known = True
+    for path in MANAGER_LOCKS:
+        probed, pid = r.lock_holder(path, MANAGER_FIELD)
+        known = known and probed
+        if pid is None:
+            continue
+        command = ""
+        if pid:
+            comm = r.text(f"/proc/{pid}/comm", MANAGER_FIELD, optional=True,
+                          max_bytes=COMM_MAX_BYTES)
+            # a name the kernel truncates to 15 bytes; nothing printable is kept otherwise
+            command = "".join(c for c in (comm or "").strip() if c.isprintable())[:15]
+        return PackageManagerRun(path, pid, command), known
+    return None, known
 
 
 # installed package -> versions, and the packages dpkg left between states

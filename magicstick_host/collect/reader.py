@@ -97,6 +97,15 @@ class Reader:
             self.unknown(field, path, exc.reason)
             return None
 
+    def lock_holder(self, path: str, field: str) -> tuple[bool, int | None]:
+        """(known, holder) of an fcntl lock on the file (HostFS.lock_holder); (False, None)
+        when it cannot be told."""
+        try:
+            return True, self.fs.lock_holder(path)
+        except HostReadError as exc:
+            self.unknown(field, path, exc.reason)
+            return False, None
+
     def link_name(self, path: str, field: str) -> str | None:
         try:
             return self.fs.readlink_basename(path)

@@ -165,6 +165,23 @@ class TtmInfo:
 
 
 @dataclass(frozen=True)
+class PackageManagerRun:
+    """Another package manager run holds the host (operations.md, "When another package manager
+    run holds the host"): a process holds dpkg's or apt's lock, or unattended-upgrades runs."""
+
+    lock: str  # the lock file it holds
+    pid: int  # 0 when the kernel does not show the holder
+    command: str  # its /proc/<pid>/comm ("unattended-upgr"), "" when unknown
+
+    @property
+    def who(self) -> str:
+        """"unattended-upgr, pid 812", "pid 812", or "a process the kernel does not name"."""
+        if not self.pid:
+            return f"a process the kernel does not name, holding {self.lock}"
+        return f"{self.command}, pid {self.pid}" if self.command else f"pid {self.pid}"
+
+
+@dataclass(frozen=True)
 class PackageInfo:
     # installed versions of the profile packages (and the running kernel image), by name;
     # a package that is not installed is absent
@@ -174,6 +191,10 @@ class PackageInfo:
     # every package of the dpkg database that dpkg left between states (`iU`, `iF`, `iH`, `iW`,
     # `it`, any reinst-required): neither installed nor absent, and never in `installed`
     unsettled: tuple[Unsettled, ...] = ()
+    # the package manager run that holds the host now, if any; known False when a lock could
+    # not be probed (permission denied: an unprivileged inspect), which never means "free"
+    manager_run: PackageManagerRun | None = None
+    manager_run_known: bool = True
 
 
 @dataclass(frozen=True)

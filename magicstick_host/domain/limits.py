@@ -19,6 +19,9 @@ class Limits:
     registration_deadline_s: float = 900.0
     gpu_publisher_timeout_s: float = 90.0
     playbook_timeout_s: float = 1800.0
+    # how long a preparation waits for another package manager run (unattended-upgrades, an
+    # administrator's apt) to finish before it fails, nothing installed
+    package_manager_wait_s: float = 1800.0
     # configure-gpu-memory
     companion_driver_deadline_s: float = 600.0
     system_reserve_mi: int = 16384

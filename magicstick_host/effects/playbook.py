@@ -28,18 +28,45 @@ LOG_TAIL_BYTES = 1024 * 1024
 # "TASK [prepare : Install the approved kernel packages] ****": the role prefix is dropped
 _TASK = re.compile(r"^TASK \[(?:[\w.-]+ : )?(?P<name>.*)\]")
 _FAILED = re.compile(r"^(fatal|failed): \[")
+# what of a failed task's own message the detail keeps (the log has all of it)
+MSG_CHARS = 240
 
 
 def failed_task(log_text: str) -> str | None:
     """The name of the last task that failed, from ansible's default output."""
-    current, failed = None, None
+    return _last_failure(log_text)[0]
+
+
+def failed_message(log_text: str) -> str:
+    """The first line of the last failed task's `msg` ("Failed to lock apt for exclusive
+    operation: ..."), clipped; "" when it has none or it cannot be read."""
+    return _last_failure(log_text)[1]
+
+
+def _last_failure(log_text: str) -> tuple[str | None, str]:
+    current, failed, message = None, None, ""
     for line in log_text.splitlines():
         match = _TASK.match(line)
         if match:
             current = match.group("name")
         elif _FAILED.match(line):
-            failed = current
-    return failed
+            failed, message = current, _msg(line)
+    return failed, message
+
+
+def _msg(line: str) -> str:
+    _, arrow, body = line.partition(" => ")
+    if not arrow or len(body) > LOG_TAIL_BYTES:
+        return ""
+    try:
+        result = json.loads(body)
+    except (ValueError, RecursionError):  # a line that is not ansible's JSON, or nested deep
+        return ""
+    msg = result.get("msg") if isinstance(result, dict) else None
+    if not isinstance(msg, str) or not msg.strip():
+        return ""
+    first = " ".join(msg.strip().splitlines()[0].split())
+    return first if len(first) <= MSG_CHARS else first[: MSG_CHARS - 1] + "…"
 
 
 def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
@@ -121,6 +148,8 @@ def run_playbook(
         text = log_tail(log_path)
     except OSError:
         text = result.stdout + result.stderr
-    task = failed_task(text)
+    task, message = _last_failure(text)
     what = f"the task '{task}' failed" if task else f"{playbook} exited {result.returncode}"
+    if task and message:
+        what += f": {message}"
     return False, f"{what}; see {log_path}"

@@ -12,11 +12,17 @@ an `Unknown`; nothing else escapes.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
+import struct
 from typing import Protocol
 
 DEFAULT_MAX_BYTES = 1024 * 1024
+# struct flock (fcntl(2)): l_type, l_whence, l_start, l_len, l_pid, padded to its C size (32
+# bytes on the 64-bit Linux ABIs: two shorts, two off_t, a pid_t)
+_FLOCK = "@hhqqi"
+_FLOCK_SIZE = -(-struct.calcsize(_FLOCK) // 8) * 8
 # /var/lib/dpkg/status is several MB on a real host
 DPKG_STATUS_MAX_BYTES = 64 * 1024 * 1024
 # the kernel's own limit (MAXSYMLINKS); more hops than this is treated as a loop
@@ -68,6 +74,13 @@ class HostFS(Protocol):
     def readlink_basename(self, path: str) -> str | None:
         """The last component of a symlink's target (e.g. a PCI `driver` link); None when
         the link is absent. Raises HostReadError when it exists but is not a symlink."""
+        ...
+
+    def lock_holder(self, path: str) -> int | None:
+        """Who holds a write-conflicting fcntl lock on the file (dpkg's and apt's locks): None
+        when nobody does or the file is absent; the holder's pid, or 0 when the kernel does
+        not show it (an open file description lock). Takes no lock. Raises HostReadError when
+        it cannot be told (permission denied, not a regular file, ...)."""
         ...
 
     def machine(self) -> str:
@@ -245,6 +258,36 @@ class RootedHostFS:
         if name in ("", ".."):
             raise HostReadError(path, "bad symlink target")
         return name
+
+    def lock_holder(self, path: str) -> int | None:
+        # F_GETLK, as apt's own check does with F_SETLK but taking nothing: would a write lock
+        # on the whole file conflict, and with whom?
+        try:
+            real = self._resolve(path)
+        except HostReadError as exc:
+            if exc.reason in (MISSING, "not a directory"):
+                return None
+            raise
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise HostReadError(path, _reason(exc)) from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise HostReadError(path, "not a regular file")
+            query = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+            answer = fcntl.fcntl(fd, fcntl.F_GETLK, query.ljust(_FLOCK_SIZE, b"\0"))
+        except OSError as exc:
+            raise HostReadError(path, _reason(exc)) from None
+        finally:
+            os.close(fd)
+        kind, _whence, _start, _length, pid = struct.unpack(
+            _FLOCK, answer[: struct.calcsize(_FLOCK)])
+        if kind == fcntl.F_UNLCK:
+            return None
+        return pid if pid > 0 else 0
 
     def machine(self) -> str:
         return os.uname().machine

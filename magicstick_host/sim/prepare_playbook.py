@@ -64,8 +64,11 @@ def signature(os_ver: str, release: str, image_ver: str) -> str:
     return known or f"Ubuntu {image_ver}-generic {upstream}"
 
 
-def run_prepare(host: Host, variables: dict[str, Any]) -> Outcome:
-    """Change `host` as the playbook would; the caller writes it and records the run."""
+def run_prepare(host: Host, variables: dict[str, Any],
+                lock_holder: tuple[str, int] | None = None) -> Outcome:
+    """Change `host` as the playbook would; the caller writes it and records the run.
+    `lock_holder`: (lock, pid) of another process holding a dpkg lock of the simulated root
+    for real, as apt finds it: its install then fails after the lock timeout, as apt's does."""
     log = PlayLog("Prepare the Strix Halo host for its reviewed GPU profile")
     packages: dict[str, Any] = require(variables, "magicstick_packages", dict)
     target: str = require(variables, "magicstick_target_kernel", str)
@@ -81,7 +84,7 @@ def run_prepare(host: Host, variables: dict[str, Any]) -> Outcome:
     log.task("Refresh the APT cache from the signed repositories", "ok")
     pins = {str(n): str(v) for n, v in packages.items()}
     fired: list[str] = []
-    failure = _apt_failure(host, pins, fired)
+    failure = _locked(lock_holder, pins) or _apt_failure(host, pins, fired)
     if failure is not None:
         log.task(INSTALL_TASK, "failed", failure)
         return Outcome(log, tuple(fired))
@@ -125,6 +128,20 @@ def _gate(host: Host, packages: dict[str, Any], wanted_os: str) -> list[str]:
         elif name in GATE and GATE[name] != here:
             problems.append(f"{name} is allowed only on Ubuntu {GATE[name]}")
     return problems
+
+
+def _locked(holder: tuple[str, int] | None, pins: dict[str, str]) -> dict[str, Any] | None:
+    """apt's answer when another process keeps dpkg's lock past its lock timeout; nothing is
+    installed."""
+    if holder is None:
+        return None
+    lock, pid = holder
+    err = (f"E: Could not get lock {lock}. It is held by process {pid}\n"
+           f"E: Unable to acquire the dpkg frontend lock ({lock}), is another process using "
+           "it?\n")
+    return {"msg": f"Failed to lock apt for exclusive operation: {err.splitlines()[0]}",
+            "rc": 100, "stderr": err, "stdout": "",
+            "wanted": [f"{n}={v}" for n, v in pins.items()]}
 
 
 def _apt_failure(host: Host, pins: dict[str, str], fired: list[str]) -> dict[str, Any] | None:

@@ -157,7 +157,7 @@ class SimRunner:
             if call.playbook == "converge.yml":  # host convergence (sim/converge.py)
                 log, fired = run_converge(host, self.root, call.variables, env)
             elif call.playbook == "prepare.yml":
-                outcome = run_prepare(host, call.variables)
+                outcome = run_prepare(host, call.variables, self._dpkg_lock_holder())
                 log, fired, crashed = outcome.log, list(outcome.faults_fired), outcome.crashed
             else:
                 log, fired, rebuilt = run_memory(host, call.variables)
@@ -178,6 +178,21 @@ class SimRunner:
         text = log.recap()
         record(self.root, host, "playbook", args, playbook=call.playbook, rc=log.returncode)
         return self._output(args, log.returncode, text, stdout_path)
+
+    def _dpkg_lock_holder(self) -> tuple[str, int] | None:
+        """A real process holding a dpkg lock of the simulated root (a test's stand-in for
+        unattended-upgrades), as apt would meet it."""
+        from magicstick_host.ports.hostfs import HostReadError, RootedHostFS
+
+        fs = RootedHostFS(str(self.root))
+        for lock in ("/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock"):
+            try:
+                pid = fs.lock_holder(lock)
+            except HostReadError:
+                continue
+            if pid is not None:
+                return lock, pid
+        return None
 
     @staticmethod
     def _output(

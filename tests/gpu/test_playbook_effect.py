@@ -108,3 +108,19 @@ def test_a_flooded_log_is_read_from_its_end_only(tmp_path: Path) -> None:
     small = tmp_path / "small.log"
     small.write_text(FAILED_LOG, encoding="utf-8")
     assert effect.log_tail(small) == FAILED_LOG
+
+
+def test_the_failed_task_s_own_message_is_kept_clipped_and_bounded() -> None:
+    """The detail says why apt refused (its lock, a missing version), from the task's `msg`:
+    its first line, at most MSG_CHARS; a line that is not ansible's JSON gives nothing."""
+    assert effect.failed_message(FAILED_LOG) == "E: Version '7.0.0-31.31' for 'l..."
+    long = "E: Could not get lock /var/lib/dpkg/lock-frontend. " + "x" * 500
+    log = FAILED_LOG.replace("E: Version '7.0.0-31.31' for 'l...", long + "\\nsecond line")
+    kept = effect.failed_message(log)
+    assert kept.startswith("E: Could not get lock") and len(kept) == effect.MSG_CHARS
+    assert "second line" not in kept
+    for body in ("[" * 100_000, "not json", '{"msg": 7}', '["msg"]', '{"msg": "  "}'):
+        deep = FAILED_LOG.replace(
+            '{"changed": false, "msg": "E: Version \'7.0.0-31.31\' for \'l..."}', body)
+        assert effect.failed_message(deep) == ""
+        assert effect.failed_task(deep) == "Install the approved kernel packages"

@@ -6,13 +6,15 @@ Then, with the lock held, convergence yields to the worker and to the host's own
   state, removed execution state): convergence never changes a host under an operation, and
   a blocked worker needs the administrator first;
 - a scheduled shutdown (`/run/systemd/shutdown/scheduled`, also when it cannot be read);
-- cloud-init's base installation not finished this boot (or not known to be).
+- cloud-init's base installation not finished this boot (or not known to be);
+- another package manager run holding the host (dpkg's or apt's lock, unattended-upgrades), or
+  its locks that cannot be probed: convergence installs packages too (operations.md).
 Unknown never means "run".
 """
 
 from __future__ import annotations
 
-from magicstick_host.domain.evidence import ServicesInfo
+from magicstick_host.domain.evidence import PackageManagerRun, ServicesInfo
 from magicstick_host.domain.state import State
 from magicstick_host.errors import ExitCode
 from magicstick_host.lite_dataclasses import dataclass
@@ -23,6 +25,8 @@ class GateFacts:
     state: State | None  # None: no state file yet (a fresh host)
     state_error: str  # why the state could not be loaded; "" when it was
     services: ServicesInfo
+    manager_run: PackageManagerRun | None = None
+    manager_run_known: bool = True
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,8 @@ class Run:
 
 @dataclass(frozen=True)
 class Skip:
-    reason: str  # operation-active | worker-blocked | shutdown-scheduled | cloud-init
+    # operation-active | worker-blocked | shutdown-scheduled | cloud-init | package-manager
+    reason: str
     exit_code: ExitCode
     message: str
 
@@ -77,5 +82,14 @@ def converge_gate(facts: GateFacts) -> Run | Skip:
             "cloud-init",
             ExitCode.WAITING,
             f"waiting: cloud-init's base installation {how} this boot",
+        )
+    if facts.manager_run is not None or not facts.manager_run_known:
+        who = (facts.manager_run.who if facts.manager_run is not None
+               else "its locks cannot be probed")
+        return Skip(
+            "package-manager",
+            ExitCode.BUSY,
+            f"skipped: another package manager run holds the host ({who}); convergence runs "
+            "again after it",
         )
     return Run()

@@ -131,7 +131,9 @@ def assess(ev: Evidence, profile: Profile, device: PciDevice) -> Outcome:
             "not a repair.",
             profile,
         )
-    unsettled = unsettled_problem(ev.packages.unsettled)
+    # packages left between states while another run holds the host are that run's, not a
+    # block (operations.md); a preparation waits for the run to finish (prepare_gpu/waits.py)
+    unsettled = None if ev.packages.manager_run else unsettled_problem(ev.packages.unsettled)
     if unsettled is not None:
         return _blocked(clip_message(unsettled), profile)
     changes: list[tuple[str, str]] = []

@@ -1,6 +1,7 @@
 """prepare-gpu, stage by stage until the handoff (operations.md). Pure decisions.
 
-Preparing (the reviewed packages, once) → RebootScheduled (only with the target kernel's files
+Preparing (waiting while another package manager run holds the host: waits.py; then the
+reviewed packages, once) → RebootScheduled (only with the target kernel's files
 in /boot; budget 1) → the new boot must run the target kernel → Verifying (driver ready,
 ≤300 s) → the handoff (handoff.py) → Registering (registration.py). A `ready` plan skips the
 packages and the restart.
@@ -13,6 +14,7 @@ from magicstick_host.domain.operations.prepare_gpu.data import data_of
 from magicstick_host.domain.operations.prepare_gpu.declared import INSTALL_PACKAGES
 from magicstick_host.domain.operations.prepare_gpu.handoff import handoff
 from magicstick_host.domain.operations.prepare_gpu.registration import strix_ready
+from magicstick_host.domain.operations.prepare_gpu.waits import before_install
 from magicstick_host.domain.operations.shutdown_steps import shutdown_step, waiting_for_new_boot
 from magicstick_host.domain.phase import Phase
 from magicstick_host.domain.state import Operation
@@ -27,6 +29,9 @@ def accepted(op: Operation, now: Situation) -> Decision:
 def preparing(op: Operation, now: Situation) -> Decision:
     ev, data = now.ev, data_of(op)
     if data.packages and not data.install_done:
+        held = before_install(op, now)
+        if held is not None:
+            return held
         pins = ", ".join(f"{k}={v}" for k, v in sorted(data.packages.items()))
         return RunStep(
             step=INSTALL_PACKAGES,
