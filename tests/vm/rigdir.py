@@ -134,11 +134,18 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # a zombie is gone for our purposes
-    with contextlib.suppress(OSError):
-        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    return True
+    # A zombie nobody reaps is gone for our purposes, but only once all its threads are: a
+    # killed qemu's leader turns Z while its other threads still tear down and hold the disk
+    # image's lock (CI met "Is another process using the image" right after a cut).
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return False
+    for task in tasks:
+        with contextlib.suppress(OSError, IndexError):
+            if (task / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                return True
+    return False
 
 
 def wait_gone(pids: Sequence[int], seconds: float) -> list[int]:
