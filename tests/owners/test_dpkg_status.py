@@ -241,6 +241,13 @@ SHAPES = {
     "an empty version": stanza("a", II, version=""),
     "a colon in upstream": stanza("a", II, version="1:2:3-4"),
     "a continuation line first": " x\n" + stanza("a", II),
+    "a package name with a space": stanza("linux generic", II) + "\n" + stanza("b", II),
+    "a package name with a slash": stanza("a/b", II),
+    "a package name starting with a hyphen": stanza("-a", II),
+    "a package name starting with a dot": stanza(".a", II),
+    "a package name with a plus, a dot and an underscore": stanza("a+b.c_d", II),
+    "a non-ascii package name": stanza("pä", II),
+    "a package name that is one digit": stanza("0", II),
     "a kernel awaiting its initramfs": (
         stanza("linux-image-7.0.0-31-generic", "install ok triggers-awaited",
                version="7.0.0-31.31", extra="Triggers-Awaited: initramfs-tools\n") + "\n"
@@ -266,10 +273,17 @@ def test_the_named_shapes_are_refused_or_read_as_issue_25_says(tmp_path: Path) -
         ("linux-image-7.0.0-31-generic", "7.0.0-31.31", "iW "))
 
 
+def test_a_package_name_dpkg_refuses_makes_the_whole_file_unknown(tmp_path: Path) -> None:
+    """Issue #34, held to dpkg-query: one stanza named `linux generic` and dpkg refuses the
+    file whole, so the other stanza's version is not an answer either."""
+    assert ours(SHAPES["a package name with a space"]) is None
+    assert ours(stanza("b", II)) == (("b", "1.0", "ii "),)
+
+
 # --- generated files
 
 _names = st.sampled_from(["a", "b", "c", "d", "e", "linux-generic", "initramfs-tools",
-                         "Linux-Image-7.0.0-31-generic"])
+                         "Linux-Image-7.0.0-31-generic", "linux generic", "a:b", "+a", "é"])
 _archs = st.sampled_from(["amd64", "amd64", "amd64", "i386", "all", None])
 _bad_statuses = st.sampled_from([None, "install ok frobbed", "install  ok installed",
                                  "hold ok installed ", "install ok"])

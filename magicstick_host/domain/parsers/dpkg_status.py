@@ -4,9 +4,9 @@ tests/owners/test_dpkg_status.py.
 
 Strict where dpkg is: a file dpkg-query refuses (a missing final newline, a whitespace-only line
 that joins two stanzas, an unknown Status word, two stanzas of one package and architecture, a
-status its trigger fields contradict...) is a ParseError for the whole file, because a corrupt
-status file means nobody can say what is installed, and a partial answer could look like "not
-installed". Lax where dpkg is: any non-space field name (non-ASCII included), a blank before the
+status its trigger fields contradict, a package name with a space...) is a ParseError for the
+whole file, because a corrupt status file means nobody can say what is installed, and a partial
+answer could look like "not installed". Lax where dpkg is: any non-space field name (non-ASCII included), a blank before the
 colon, a version dpkg only warns about (the planner cannot compare it and blocks).
 
 Every package's state is kept (want, error flag, status): a package that is not cleanly
@@ -104,6 +104,14 @@ def _status(value: str, lineno: int, package: str) -> tuple[str, str, str]:
     return want, flag, state
 
 
+def _legal_name(name: str) -> bool:
+    """dpkg's pkg_name_is_illegal: an ASCII letter or digit first, then only those and `-+._`.
+    dpkg refuses the whole status file over one such name (a space, a slash, a non-ASCII
+    letter), so it must read as unknown here too, not as the other stanzas' versions."""
+    return (name.isascii() and name[0].isalnum()
+            and name.replace("-", "").replace("+", "").replace(".", "").replace("_", "").isalnum())
+
+
 def _at(lineno: int, package: str) -> str:
     """The stanza an error names (written only for an error: ~700 stanzas have none)."""
     return f"stanza ending at line {lineno} ({shorten(package)})"
@@ -113,6 +121,8 @@ def _stanza(fields: dict[str, str], lineno: int) -> DpkgStanza:
     package = fields.get("package", "").lower()
     if not package:
         raise ParseError(f"stanza ending at line {lineno}: no Package field")
+    if not _legal_name(package):
+        raise ParseError(f"{_at(lineno, package)}: a package name dpkg refuses")
     status = fields.get("status")
     want, flag, state = ("unknown", "ok", "not-installed") if status is None else (
         _status(status, lineno, package))
