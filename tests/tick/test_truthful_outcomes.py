@@ -51,6 +51,31 @@ def test_a_new_boot_after_an_unconfirmed_shutdown_is_interrupted_not_succeeded(
     assert world.effects("shutdown") == []  # and nothing was repeated
 
 
+def test_an_accepted_request_whose_host_restarted_before_its_first_step_never_starts(
+    tmp_path: Path, kube: Any
+) -> None:
+    """Found in the appliance VM (#34): a power loss right after a restart request was
+    accepted, and the new boot, well within the request's lifetime, scheduled the restart
+    anyway: a second restart the administrator never saw coming, from a request made for
+    another boot."""
+    world = World(tmp_path, kube, READY)
+    world.create_request("reboot")
+    world.tick(crash_at("before-save:intent:schedule-shutdown"))  # accepted; the power fails
+    op = world.state().operation
+    assert op is not None and op.phase == "Accepted" and not op.steps
+    new_boot = boot_host(world.root)
+    world.clock.reboot(downtime_s=30.0, uptime_s=20.0)  # back within the request's 300 s
+    kube.set_node_info(world.node_name, boot_id=new_boot,
+                       kernel=load_host(world.root).kernel.release)
+    world.tick()
+    world.tick()
+    op = world.state().operation
+    assert op is not None and op.phase == "Interrupted", op
+    assert "restarted before" in op.message and "nothing was executed" in op.message
+    assert status(world)["phase"] == "Interrupted"
+    assert world.effects("shutdown") == [] and load_host(world.root).shutdown is None
+
+
 def test_an_operation_that_cannot_start_within_the_request_lifetime_never_starts_late(
     tmp_path: Path, kube: Any
 ) -> None:

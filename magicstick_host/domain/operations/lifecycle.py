@@ -85,6 +85,21 @@ def too_late(op: Operation, wall: datetime) -> SetPhase | None:
     )
 
 
+def restarted_before_start(op: Operation, boot_id: str) -> SetPhase | None:
+    """An accepted operation whose host restarted before its first step (a power loss, someone
+    else's restart) never starts in the new boot: its request was made for, and checked in,
+    the boot it was accepted in, and the administrator saw the host go down. Found in the
+    appliance VM: a restart request accepted just before a power cut scheduled a second
+    restart once the host was back, within the request's lifetime."""
+    if op.phase != Phase.ACCEPTED or op.steps or op.accepted_boot_id == boot_id:
+        return None
+    return SetPhase(
+        Phase.INTERRUPTED,
+        "The host restarted before the first step could run (a power loss or another "
+        "restart); nothing was executed. Create a new request if it is still wanted.",
+    )
+
+
 def touch_message(op: Operation, message: str, *, wall: datetime) -> Operation:
     """The same message (as the operation keeps it: clipped) changes nothing, not even the
     time: a waiting operation's status is not written again each tick."""

@@ -6,8 +6,9 @@ Strict where dpkg is: a file dpkg-query refuses (a missing final newline, a whit
 that joins two stanzas, an unknown Status word, two stanzas of one package and architecture, a
 status its trigger fields contradict, a package name with a space...) is a ParseError for the
 whole file, because a corrupt status file means nobody can say what is installed, and a partial
-answer could look like "not installed". Lax where dpkg is: any non-space field name (non-ASCII included), a blank before the
-colon, a version dpkg only warns about (the planner cannot compare it and blocks).
+answer could look like "not installed". Lax where dpkg is: any non-space field name (non-ASCII
+included), a blank before the colon, a version dpkg only warns about (the planner cannot compare
+it and blocks).
 
 Every package's state is kept (want, error flag, status): a package that is not cleanly
 installed or cleanly absent (`iU`, `iF`, `iH`, `iW`, `it`, any `R`) is "unsettled", neither
