@@ -65,8 +65,29 @@ def _msg(line: str) -> str:
     msg = result.get("msg") if isinstance(result, dict) else None
     if not isinstance(msg, str) or not msg.strip():
         return ""
-    first = " ".join(msg.strip().splitlines()[0].split())
+    first = _errors_first(" ".join(msg.strip().splitlines()[0].split()))
     return first if len(first) <= MSG_CHARS else first[: MSG_CHARS - 1] + "…"
+
+
+# apt's messages as the apt module joins them: "Failed to update apt cache after 5 retries:
+# W:..., W:..., E:The repository '...' is not signed."
+_APT_ITEMS = re.compile(r": (?=[WE]:)")
+_APT_ITEM = re.compile(r", (?=[WE]:)")
+
+
+def _errors_first(text: str) -> str:
+    """apt's errors before its warnings: apt warns first (three lines of apt-secure advice for
+    an unsigned repository, seen in the appliance VM) and says why it failed last, where the
+    clipping would cut it."""
+    match = _APT_ITEMS.search(text)
+    if match is None:
+        return text
+    items = _APT_ITEM.split(text[match.end():])
+    errors = [item for item in items if item.startswith("E:")]
+    if not errors or items[: len(errors)] == errors:
+        return text
+    rest = [item for item in items if not item.startswith("E:")]
+    return f"{text[: match.end()]}{', '.join(errors + rest)}"
 
 
 def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:

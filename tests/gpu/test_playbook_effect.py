@@ -124,3 +124,23 @@ def test_the_failed_task_s_own_message_is_kept_clipped_and_bounded() -> None:
             '{"changed": false, "msg": "E: Version \'7.0.0-31.31\' for \'l..."}', body)
         assert effect.failed_message(deep) == ""
         assert effect.failed_task(deep) == "Install the approved kernel packages"
+
+
+def test_apt_s_error_comes_before_its_warnings() -> None:
+    """Seen in the appliance VM: the refresh from an unsigned repository fails with three
+    warnings of advice and then the reason, which the clipping cut off."""
+    msg = ("Failed to update apt cache after 5 retries: W:Updating from such a repository can't "
+           "be done securely, and is therefore disabled by default., W:See apt-secure(8) "
+           "manpage for repository creation and user configuration details., W:Repositories "
+           "should provide a clear-signed InRelease file, but none found at "
+           "file:/srv/repo/./InRelease., E:The repository 'file:/srv/repo ./ Release' is not "
+           "signed.")
+    log = FAILED_LOG.replace("E: Version '7.0.0-31.31' for 'l...", msg.replace("'", "\\u0027"))
+    kept = effect.failed_message(log)
+    assert kept.startswith("Failed to update apt cache after 5 retries: E:The repository "
+                           "'file:/srv/repo ./ Release' is not signed., W:Updating"), kept
+    assert len(kept) == effect.MSG_CHARS
+    # a message already in that order, or without apt's items, is kept as it is
+    for same in ("Failed to update apt cache: E:one., W:two.", "no apt items: W is a letter"):
+        assert effect.failed_message(FAILED_LOG.replace(
+            "E: Version '7.0.0-31.31' for 'l...", same)) == same

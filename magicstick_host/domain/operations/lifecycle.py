@@ -152,6 +152,11 @@ def finish_step(
     if ok:
         change = SetPhase(run.phase_on_done, run.message_on_done, data=run.data_on_done)
     else:
+        # after a full stop (or alone) the effect's detail ("the task '...' failed: ...")
+        # starts a sentence
+        lead = run.message_on_failure.rstrip()
+        if not lead or lead.endswith("."):
+            detail = detail[:1].upper() + detail[1:]
         change = SetPhase(
             run.phase_on_failure,
             f"{run.message_on_failure} {detail}".strip(),
