@@ -202,14 +202,20 @@ class RootedHostFS:
         finally:
             os.close(fd)
 
-    def _probe(self, path: str) -> os.stat_result | None:
+    def _resolve_existing(self, path: str) -> str | None:
+        """The real path, or None when a component is missing or not a directory (simply "no
+        such path"); any other failure is raised."""
         try:
-            real = self._resolve(path)
+            return self._resolve(path)
         except HostReadError as exc:
-            # a missing or non-directory component simply means "no such path"
             if exc.reason in (MISSING, "not a directory"):
                 return None
             raise
+
+    def _probe(self, path: str) -> os.stat_result | None:
+        real = self._resolve_existing(path)
+        if real is None:
+            return None
         try:
             return os.stat(real)
         except OSError as exc:
@@ -262,12 +268,9 @@ class RootedHostFS:
     def lock_holder(self, path: str) -> int | None:
         # F_GETLK, as apt's own check does with F_SETLK but taking nothing: would a write lock
         # on the whole file conflict, and with whom?
-        try:
-            real = self._resolve(path)
-        except HostReadError as exc:
-            if exc.reason in (MISSING, "not a directory"):
-                return None
-            raise
+        real = self._resolve_existing(path)
+        if real is None:
+            return None
         try:
             fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
